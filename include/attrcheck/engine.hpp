@@ -1,0 +1,353 @@
+// attrcheck cache engine: a complete, standard-conforming model of MPI attribute caching
+// (MPI 4.x "Caching", the deprecated MPI-1 keyval API, and "Language Interoperability:
+// Attributes"), with no dependency on MPI.
+//
+// The engine is used two ways by the runtime:
+//   * shadow mode: every attribute call the application makes is mirrored here, and what the MPI
+//     library answered is compared with what the engine answers;
+//   * emulate mode: the engine *is* the attribute cache; the runtime serves the calls from it.
+//
+// Objects (communicators, datatypes, windows) are named by the bits of their MPI handle
+// (`Handle`), which the host registers when it creates them. Keyvals are small positive ints that
+// the engine hands out (user keyvals) or that the host registers (predefined keyvals).
+//
+// Every erroneous use is returned as a `Status`, never a crash: each Status maps to the MPI error
+// class the standard prescribes (see error_class()). User callbacks are invoked through a
+// `CallbackInvoker`, with no engine lock held, so they may call back into the engine.
+//
+// Thread safety: every member function may be called concurrently from any number of threads.
+// get_attr() is lock-free (an optimistic read validated by a sequence counter); operations that
+// modify state serialize on one mutex, which is never held while a user callback runs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace attrcheck {
+
+// ---------------------------------------------------------------------------------------------
+// Vocabulary
+// ---------------------------------------------------------------------------------------------
+
+enum class ObjectKind : std::uint8_t { Comm = 0, Type = 1, Win = 2 };
+inline constexpr int kObjectKinds = 3;
+const char* to_string(ObjectKind kind) noexcept;
+
+// The bits of an MPI handle (MPI_Comm is a pointer in Open MPI, an int in MPICH).
+using Handle = std::uint64_t;
+
+// A keyval as the user holds it.
+using KeyvalId = int;
+
+// The language binding an attribute value is set from, read as, or a callback is written in.
+// These are the three representations of "Language Interoperability: Attributes":
+//   C            address-valued (void*): MPI_{Comm,Type,Win}_{set,get}_attr, MPI_Attr_put/get in C
+//   FortranAint  INTEGER(KIND=MPI_ADDRESS_KIND): Fortran MPI_{COMM,TYPE,WIN}_{SET,GET}_ATTR
+//   FortranInt   default INTEGER (32 bits): the deprecated Fortran MPI_ATTR_PUT / MPI_ATTR_GET
+enum class Binding : std::uint8_t { C = 0, FortranAint = 1, FortranInt = 2 };
+const char* to_string(Binding binding) noexcept;
+
+// Where something happened: an id from a StackDepot (include/attrcheck/provenance.hpp), or 0
+// when the host did not capture one. The engine only stores it.
+using Origin = std::uint32_t;
+
+// ---------------------------------------------------------------------------------------------
+// Results
+// ---------------------------------------------------------------------------------------------
+
+enum class Status : std::uint8_t {
+  Ok = 0,
+  KeyvalInvalid,       // the host's MPI_KEYVAL_INVALID was passed
+  KeyvalUnknown,       // a keyval that was never created
+  KeyvalFreed,         // a keyval the user already freed (stale copy)
+  KeyvalDoubleFree,    // free of a keyval that was already freed
+  KeyvalKindMismatch,  // e.g. a datatype keyval used on a communicator
+  KeyvalPredefined,    // a predefined keyval set, deleted or freed
+  ObjectNull,          // MPI_COMM_NULL / MPI_DATATYPE_NULL / MPI_WIN_NULL
+  ObjectUnknown,       // a handle the engine does not know (never created, or already freed)
+  ObjectExists,        // create/dup with a handle that is already live
+  ObjectPredefined,    // free of a predefined object (MPI_COMM_WORLD, MPI_COMM_SELF, ...)
+  NullArgument,        // a null out-pointer or a null callback
+  CallbackFailed,      // a copy/delete callback returned an error; Result::callback_rc has it
+  CallbackThrew,       // a callback invoker threw; treated as a failed callback
+  Reentrant,           // a callback modified (set/delete/free) the object it was called for
+  AttrAbsent,          // delete of an attribute that is not set (see error_class())
+  Finalized,           // a call after finalize() completed
+  CapacityExhausted,   // the engine's fixed tables are full (65535 live keyvals)
+};
+const char* to_string(Status status) noexcept;
+
+// The MPI error class a Status corresponds to, independent of any MPI library's numbering.
+enum class ErrorClass : std::uint8_t { Success, Keyval, Arg, Comm, Type, Win, Callback, Other };
+const char* to_string(ErrorClass cls) noexcept;
+// `kind` decides which object class (Comm / Type / Win) object errors map to. AttrAbsent maps to
+// Success: the standard does not make deleting an absent attribute erroneous (MPICH succeeds,
+// Open MPI fails); the checker reports it as a portability warning instead.
+ErrorClass error_class(Status status, ObjectKind kind) noexcept;
+
+struct Result {
+  Status status = Status::Ok;
+  int callback_rc = 0;  // the callback's own return code when status == CallbackFailed
+  bool ok() const noexcept { return status == Status::Ok; }
+  friend bool operator==(Result a, Result b) noexcept {
+    return a.status == b.status && a.callback_rc == b.callback_rc;
+  }
+  friend bool operator!=(Result a, Result b) noexcept { return !(a == b); }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Keyvals and callbacks
+// ---------------------------------------------------------------------------------------------
+
+// What a keyval's copy callback is. NullCopy and Dup are the predefined MPI_{COMM,TYPE,WIN}_
+// NULL_COPY_FN / _DUP_FN (or, with `deprecated`, MPI-1's MPI_NULL_COPY_FN / MPI_DUP_FN); the
+// engine performs them itself without calling anything.
+enum class CopyAction : std::uint8_t { User = 0, NullCopy = 1, Dup = 2 };
+enum class DeleteAction : std::uint8_t { User = 0, NullDelete = 1 };
+
+struct CopyCallback {
+  CopyAction action = CopyAction::NullCopy;
+  void* fn = nullptr;       // the user's function when action == User (opaque to the engine)
+  bool deprecated = false;  // MPI_NULL_COPY_FN / MPI_DUP_FN rather than the MPI-2 names
+};
+struct DeleteCallback {
+  DeleteAction action = DeleteAction::NullDelete;
+  void* fn = nullptr;
+  bool deprecated = false;  // MPI_NULL_DELETE_FN
+};
+
+struct KeyvalSpec {
+  ObjectKind kind = ObjectKind::Comm;
+  CopyCallback copy;
+  DeleteCallback del;
+  std::uint64_t extra_state = 0;   // void* from C, INTEGER(KIND=MPI_ADDRESS_KIND) from Fortran
+  Binding lang = Binding::C;       // the callbacks' language; FortranInt = MPI-1 Fortran
+  bool mpi1 = false;               // created by the deprecated MPI_Keyval_create
+};
+
+// Why a callback runs.
+enum class CallbackCause : std::uint8_t { Dup, Free, Set, Delete, Finalize, DupRollback };
+const char* to_string(CallbackCause cause) noexcept;
+
+// A copy callback invocation. value_in is already in the callback's language (see Binding):
+// for a C callback, a Fortran-set attribute arrives as a pointer to the stored integer.
+struct CopyCall {
+  ObjectKind kind;
+  Handle old_object;
+  KeyvalId keyval;
+  Binding lang;
+  void* fn;
+  std::uint64_t extra_state;
+  std::uint64_t value_in;
+};
+
+// A delete callback invocation; `value` is in the callback's language, as for CopyCall.
+struct DeleteCall {
+  ObjectKind kind;
+  Handle object;
+  KeyvalId keyval;
+  Binding lang;
+  void* fn;
+  std::uint64_t extra_state;
+  std::uint64_t value;
+  CallbackCause cause;
+};
+
+// How the engine calls user callbacks. The runtime installs one that calls C or Fortran
+// functions with real MPI handles; the default (NativeInvoker) calls engine-native C functions.
+// A copy callback writes its new value and flag; for a C callback *value_out is the address word,
+// for Fortran callbacks the integer (the engine stores it with the callback's Binding).
+class CallbackInvoker {
+ public:
+  virtual ~CallbackInvoker() = default;
+  virtual int copy(const CopyCall& call, std::uint64_t* value_out, int* flag) = 0;
+  virtual int del(const DeleteCall& call) = 0;
+};
+
+// Engine-native C callback signatures, used by NativeInvoker: MPI's C signatures with the
+// object handle as a Handle.
+using NativeCopyFn = int (*)(Handle old_object, int keyval, void* extra_state,
+                             void* attribute_val_in, void* attribute_val_out, int* flag);
+using NativeDeleteFn = int (*)(Handle object, int keyval, void* attribute_val, void* extra_state);
+
+class NativeInvoker final : public CallbackInvoker {
+ public:
+  int copy(const CopyCall& call, std::uint64_t* value_out, int* flag) override;
+  int del(const DeleteCall& call) override;
+};
+
+// Told about every callback the engine runs (for the shadow cross-check and diagnostics).
+// Called on the thread that ran the callback, after it returned, with no engine lock held.
+struct CallbackEvent {
+  enum class Which : std::uint8_t { Copy, Delete } which;
+  CallbackCause cause;
+  ObjectKind kind;
+  Handle object;       // the object the callback was called for (the old one for copies)
+  KeyvalId keyval;
+  int rc;              // what it returned
+  int flag;            // copy callbacks: the raw flag it set (anything but 0/1 is suspicious)
+  bool threw;          // the invoker threw
+};
+class Observer {
+ public:
+  virtual ~Observer() = default;
+  virtual void on_callback(const CallbackEvent& event) = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Objects
+// ---------------------------------------------------------------------------------------------
+
+enum ObjectFlags : std::uint8_t {
+  kObjectNone = 0,
+  kObjectPredefined = 1,  // cannot be freed by the user (MPI_COMM_WORLD, MPI_INT, ...)
+  kObjectSelf = 2,        // MPI_COMM_SELF: its attributes are deleted first at finalize
+  kObjectWorld = 4,       // MPI_COMM_WORLD
+};
+
+struct EngineConfig {
+  KeyvalId keyval_invalid = -1;          // the host's MPI_KEYVAL_INVALID
+  Handle null_handle[kObjectKinds] = {0, 0, 0};  // MPI_COMM_NULL, MPI_DATATYPE_NULL, MPI_WIN_NULL
+  CallbackInvoker* invoker = nullptr;    // nullptr: a NativeInvoker owned by the engine
+  Observer* observer = nullptr;          // optional
+};
+
+struct FinalizeOptions {
+  // Also delete the attributes of MPI_COMM_WORLD after those of MPI_COMM_SELF. The standard only
+  // requires MPI_COMM_SELF; Open MPI 4.1 and MPICH also do MPI_COMM_WORLD, Open MPI 5 does not.
+  bool delete_world_attributes = false;
+};
+
+// What finalize() did: every delete callback that failed (the attribute stays, as a leak).
+struct FinalizeReport {
+  struct Failure {
+    ObjectKind kind;
+    Handle object;
+    KeyvalId keyval;
+    Result result;
+  };
+  std::vector<Failure> failures;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Introspection (diagnostics, leak enumeration, tests); all return copies.
+// ---------------------------------------------------------------------------------------------
+
+struct KeyvalInfo {
+  KeyvalId id = 0;
+  ObjectKind kind = ObjectKind::Comm;
+  bool predefined = false;
+  bool user_freed = false;        // the user freed it (it may still be alive through attributes)
+  bool destroyed = false;         // no attribute uses it any more and it was freed
+  std::uint32_t attributes = 0;   // attributes currently using it
+  KeyvalSpec spec;
+  Origin created_at = 0;
+  Origin freed_at = 0;            // the (first) free
+  std::string name;               // predefined keyvals: e.g. "MPI_TAG_UB"
+};
+
+struct AttributeInfo {
+  ObjectKind kind;
+  Handle object;
+  KeyvalId keyval;
+  Binding repr;                   // how it was set
+  std::uint64_t value;            // the word as set (Fortran values sign-extended to 64 bits)
+  std::uint64_t order;            // set order on its object: larger = set more recently
+  bool predefined;                // a host-supplied predefined attribute
+  Origin set_at;
+  Origin object_created_at;
+  std::uint8_t object_flags;
+  DeleteAction delete_action;
+};
+
+struct ObjectInfo {
+  ObjectKind kind;
+  Handle handle;
+  std::uint8_t flags;
+  Origin created_at;
+  std::size_t attributes;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The engine
+// ---------------------------------------------------------------------------------------------
+
+class Engine {
+ public:
+  explicit Engine(const EngineConfig& config = EngineConfig{});
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // --- keyvals ---
+  // Creates a user keyval. NullArgument if `keyval` is null, or a User action has a null fn.
+  Result create_keyval(const KeyvalSpec& spec, KeyvalId* keyval, Origin origin = 0);
+  // Frees a keyval: *keyval becomes the configured MPI_KEYVAL_INVALID. The key lives on while
+  // attributes use it. `kind` is the kind of the free call (MPI_Keyval_free = Comm).
+  Result free_keyval(ObjectKind kind, KeyvalId* keyval, Origin origin = 0);
+  // Registers a predefined keyval (MPI_TAG_UB, MPI_WIN_BASE, ...) with the host's id. Its values
+  // are supplied per object with install_predefined(); users cannot set, delete or free it.
+  // `copy_on_dup`: whether dups of an object carry its value along (Open MPI does for comms).
+  Result register_predefined_keyval(ObjectKind kind, KeyvalId id, const char* name,
+                                    bool copy_on_dup = true);
+
+  // --- objects ---
+  // Registers an object the host created (MPI_Init's predefined objects, constructors).
+  Result create_object(ObjectKind kind, Handle handle, std::uint8_t flags = kObjectNone,
+                       Origin origin = 0);
+  // Registers `new_handle` as a duplicate of `old_handle` and runs the copy callbacks. On a
+  // failing copy callback, the copies already made are deleted (their delete callbacks run),
+  // `new_handle` is unregistered and the callback's result is returned.
+  Result dup_object(ObjectKind kind, Handle old_handle, Handle new_handle, Origin origin = 0);
+  // Runs the delete callbacks, newest set first. If one fails the free stops and fails: the
+  // object stays registered with the attributes not yet deleted.
+  Result free_object(ObjectKind kind, Handle handle, Origin origin = 0);
+
+  // --- attributes ---
+  // Sets an attribute. `value` is the word as set: an address from C, or the Fortran integer
+  // (FortranInt values are sign-extended from their low 32 bits). Replacing a value first runs
+  // the delete callback on the old one; if it fails, the set fails and the old value stays.
+  Result set_attr(ObjectKind kind, Handle handle, KeyvalId keyval, Binding from,
+                  std::uint64_t value, Origin origin = 0);
+  // Reads an attribute as `as` expects it (the interoperability table):
+  //   as C           writes a void* to *(void**)attribute_val
+  //   as FortranAint writes an int64 to *(int64_t*)attribute_val
+  //   as FortranInt  writes an int32 to *(int32_t*)attribute_val
+  // *flag = 1 if set, 0 if not (then attribute_val is untouched). `truncated`, if given, is set
+  // when a FortranInt read lost bits. Lock-free.
+  Result get_attr(ObjectKind kind, Handle handle, KeyvalId keyval, Binding as,
+                  void* attribute_val, int* flag, bool* truncated = nullptr) const;
+  // Deletes an attribute: its delete callback runs; if it fails the attribute stays.
+  // AttrAbsent if it was not set.
+  Result delete_attr(ObjectKind kind, Handle handle, KeyvalId keyval, Origin origin = 0);
+  // Supplies a predefined attribute's value on an object (host only: bypasses the read-only rule).
+  Result install_predefined(ObjectKind kind, Handle handle, KeyvalId keyval, Binding repr,
+                            std::uint64_t value);
+
+  // --- finalize ---
+  // Deletes MPI_COMM_SELF's attributes (newest first; continues past failures), optionally
+  // MPI_COMM_WORLD's, then refuses further calls with Status::Finalized. Calls made by the
+  // delete callbacks themselves while finalize runs are served normally.
+  FinalizeReport finalize(const FinalizeOptions& options = FinalizeOptions{});
+  bool finalized() const noexcept;
+
+  // --- introspection ---
+  bool keyval_info(KeyvalId id, KeyvalInfo* out) const;
+  std::vector<KeyvalInfo> live_keyvals() const;             // user keyvals not destroyed
+  std::vector<KeyvalInfo> leaked_keyvals() const;           // user keyvals never freed
+  std::vector<AttributeInfo> attributes() const;            // every attribute on every object
+  std::vector<AttributeInfo> attributes(ObjectKind kind, Handle handle) const;  // newest last
+  std::vector<ObjectInfo> objects() const;
+  bool is_engine_keyval(KeyvalId id) const noexcept;        // created by this engine (any state)
+  // Bytes the engine holds for attribute storage (tables and Fortran value cells).
+  std::size_t attribute_bytes() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace attrcheck

@@ -1,0 +1,48 @@
+// Provenance: raw call stacks, captured cheaply and stored once.
+//
+// The engine records an `Origin` (a StackDepot id) for where a keyval was created and freed,
+// an attribute set, and an object created. Capturing stores raw return addresses only;
+// symbolizing them is left to whoever prints a report.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "attrcheck/engine.hpp"
+
+namespace attrcheck {
+
+inline constexpr int kMaxStackDepth = 64;
+
+// Captures up to `max_depth` return addresses of the calling thread, skipping `skip` innermost
+// frames (this function itself is never included). Returns the number stored.
+int capture_stack(void** frames, int max_depth, int skip) noexcept;
+
+// Stores each distinct stack once and names it by a small id (0 = "no stack").
+// Thread-safe. Ids stay valid for the depot's lifetime.
+class StackDepot {
+ public:
+  StackDepot();
+  // Returns the id of this stack, storing it if new. 0 for an empty stack.
+  Origin intern(void* const* frames, int depth);
+  // Captures the caller's stack (skipping `skip` frames above the caller) and interns it.
+  Origin capture(int max_depth, int skip = 0);
+  // The frames of an id (empty for 0 or an unknown id).
+  std::vector<void*> frames(Origin id) const;
+  std::size_t size() const;  // distinct stacks stored
+
+ private:
+  struct Key {
+    std::uint32_t offset;
+    std::uint32_t depth;
+  };
+  mutable std::mutex mu_;
+  std::vector<void*> storage_;                             // all frames, back to back
+  std::vector<Key> stacks_;                                // id - 1 -> its frames
+  std::unordered_multimap<std::uint64_t, Origin> by_hash_;
+};
+
+}  // namespace attrcheck

@@ -1,0 +1,79 @@
+// Raw stack capture and the stack depot (each distinct stack stored once).
+#include "attrcheck/provenance.hpp"
+
+#include <execinfo.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace attrcheck {
+
+int capture_stack(void** frames, int max_depth, int skip) noexcept {
+  if (!frames || max_depth <= 0) return 0;
+  if (skip < 0) skip = 0;
+  void* buffer[kMaxStackDepth + 16];
+  const int want = std::min(max_depth + skip + 1, static_cast<int>(sizeof buffer / sizeof *buffer));
+  const int got = backtrace(buffer, want);
+  const int first = std::min(got, skip + 1);  // +1: this function's own frame
+  const int n = std::min(got - first, max_depth);
+  std::memcpy(frames, buffer + first, static_cast<std::size_t>(n) * sizeof(void*));
+  return n;
+}
+
+StackDepot::StackDepot() {
+  // Warm up backtrace() once: its first call loads libgcc, which allocates.
+  void* frame[1];
+  capture_stack(frame, 1, 0);
+}
+
+namespace {
+std::uint64_t hash_frames(void* const* frames, int depth) noexcept {
+  std::uint64_t h = 0xcbf29ce484222325ULL ^ static_cast<std::uint64_t>(depth);
+  for (int i = 0; i < depth; ++i) {
+    h ^= reinterpret_cast<std::uintptr_t>(frames[i]);
+    h *= 0x100000001b3ULL;
+    h ^= h >> 29;
+  }
+  return h;
+}
+}  // namespace
+
+Origin StackDepot::intern(void* const* frames, int depth) {
+  if (!frames || depth <= 0) return 0;
+  depth = std::min(depth, kMaxStackDepth);
+  const std::uint64_t h = hash_frames(frames, depth);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto range = by_hash_.equal_range(h);
+  for (auto it = range.first; it != range.second; ++it) {
+    const Key& k = stacks_[it->second - 1];
+    if (static_cast<int>(k.depth) == depth &&
+        std::equal(frames, frames + depth, storage_.begin() + k.offset))
+      return it->second;
+  }
+  const Key key{static_cast<std::uint32_t>(storage_.size()), static_cast<std::uint32_t>(depth)};
+  storage_.insert(storage_.end(), frames, frames + depth);
+  stacks_.push_back(key);
+  const Origin id = static_cast<Origin>(stacks_.size());
+  by_hash_.emplace(h, id);
+  return id;
+}
+
+Origin StackDepot::capture(int max_depth, int skip) {
+  void* frames[kMaxStackDepth];
+  const int n = capture_stack(frames, std::min(max_depth, kMaxStackDepth), skip + 1);
+  return intern(frames, n);
+}
+
+std::vector<void*> StackDepot::frames(Origin id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (id == 0 || id > stacks_.size()) return {};
+  const Key& k = stacks_[id - 1];
+  return std::vector<void*>(storage_.begin() + k.offset, storage_.begin() + k.offset + k.depth);
+}
+
+std::size_t StackDepot::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stacks_.size();
+}
+
+}  // namespace attrcheck
