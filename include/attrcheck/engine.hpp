@@ -305,6 +305,10 @@ class Engine {
   // Runs the delete callbacks, newest set first. If one fails the free stops and fails: the
   // object stays registered with the attributes not yet deleted.
   Result free_object(ObjectKind kind, Handle handle, Origin origin = 0);
+  // Unregisters an object without running any callback (the host learnt that the object is gone,
+  // e.g. the MPI library freed it on a path the host does not intercept). Its attributes are
+  // dropped and stop holding their keyvals.
+  Result forget_object(ObjectKind kind, Handle handle);
 
   // --- attributes ---
   // Sets an attribute. `value` is the word as set: an address from C, or the Fortran integer
@@ -341,6 +345,7 @@ class Engine {
   std::vector<AttributeInfo> attributes() const;            // every attribute on every object
   std::vector<AttributeInfo> attributes(ObjectKind kind, Handle handle) const;  // newest last
   std::vector<ObjectInfo> objects() const;
+  bool object_info(ObjectKind kind, Handle handle, ObjectInfo* out) const;  // false if not live
   bool is_engine_keyval(KeyvalId id) const noexcept;        // created by this engine (any state)
   // Bytes the engine holds for attribute storage (tables and Fortran value cells).
   std::size_t attribute_bytes() const;

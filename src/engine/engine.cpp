@@ -1188,14 +1188,7 @@ struct Engine::Impl {
       // Undo: delete what was copied (newest first), then forget the new object.
       delete_all(lk, new_slot, CallbackCause::DupRollback, false, nullptr);
       // Attributes whose rollback callback failed still reference their keyvals: drop them.
-      for (const auto& entry : keys_newest_first(fresh)) {
-        KeyvalSlot* ks = slot_of(entry.second);
-        const AttrRec* rec = find_attr(fresh->table.load(std::memory_order_relaxed), entry.second);
-        if (ks && !predefined_rec(*rec)) {
-          --ks->attributes;
-          unref_keyval(ks);
-        }
-      }
+      drop_attribute_refs(fresh);
       unregister_object(new_slot);
     } else {
       fresh->mutating = nullptr;
@@ -1230,6 +1223,34 @@ struct Engine::Impl {
     }
     unregister_object(slot);
     return {};
+  }
+
+  Result forget_object(ObjectKind kind, Handle h) {
+    Lock lk(mu_);
+    std::uint32_t slot;
+    for (;;) {
+      const Status s = find_object(kind, h, &slot);
+      if (s != Status::Ok) return {s, 0};
+      const ObjectSlot* o = objects_.get(slot);
+      if (!o->mutating) break;
+      if (o->mutating == this_thread_token()) return {Status::Reentrant, 0};
+      wait_turn(lk);
+    }
+    drop_attribute_refs(objects_.get(slot));
+    unregister_object(slot);
+    return {};
+  }
+
+  // Releases the keyval references of every attribute of an object about to be unregistered.
+  void drop_attribute_refs(const ObjectSlot* o) {
+    for (const auto& entry : keys_newest_first(o)) {
+      const AttrRec* rec = find_attr(o->table.load(std::memory_order_relaxed), entry.second);
+      if (predefined_rec(*rec)) continue;
+      if (KeyvalSlot* ks = slot_of(entry.second)) {
+        --ks->attributes;
+        unref_keyval(ks);
+      }
+    }
   }
 
   FinalizeReport finalize(const FinalizeOptions& options) {
@@ -1358,6 +1379,7 @@ Result Engine::dup_object(ObjectKind kind, Handle old_handle, Handle new_handle,
   return impl_->dup_object(kind, old_handle, new_handle, origin);
 }
 Result Engine::free_object(ObjectKind kind, Handle handle, Origin) { return impl_->free_object(kind, handle); }
+Result Engine::forget_object(ObjectKind kind, Handle handle) { return impl_->forget_object(kind, handle); }
 Result Engine::set_attr(ObjectKind kind, Handle handle, KeyvalId keyval, Binding from, std::uint64_t value,
                         Origin origin) {
   return impl_->set_attr(kind, handle, keyval, from, value, origin);
@@ -1411,6 +1433,16 @@ std::vector<ObjectInfo> Engine::objects() const {
   }
   return out;
 }
+bool Engine::object_info(ObjectKind kind, Handle handle, ObjectInfo* out) const {
+  Lock lk(impl_->mu_);
+  std::uint32_t slot;
+  if (!out || impl_->find_object(kind, handle, &slot) != Status::Ok) return false;
+  const ObjectSlot* o = impl_->objects_.find(slot);
+  const AttrTable* t = o->table.load(std::memory_order_relaxed);
+  *out = ObjectInfo{o->kind, o->handle, o->flags, o->created_at, t ? t->count : 0u};
+  return true;
+}
+
 bool Engine::is_engine_keyval(KeyvalId id) const noexcept {
   Lock lk(impl_->mu_);
   KeyvalSlot* k = nullptr;

@@ -1,0 +1,408 @@
+#include "report/report.hpp"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace attrcheck {
+
+namespace {
+
+// ---- bounded string helpers (no allocation) ----------------------------------------------------
+
+void copy_str(char* dst, std::size_t size, const char* src) noexcept {
+  if (!size) return;
+  std::size_t n = 0;
+  if (src)
+    for (; src[n] && n + 1 < size; ++n) dst[n] = src[n];
+  dst[n] = '\0';
+}
+
+void object_text(const FindingInput& in, Appender& a) noexcept {
+  if (in.object_name && in.object_name[0]) {
+    a.put(in.object_name);
+    return;
+  }
+  a.put(to_string(in.kind));
+  a.put(" ");
+  a.hex(in.object);
+}
+
+// ---- JSON / text output to a file descriptor ----------------------------------------------------
+
+class FdWriter {
+ public:
+  explicit FdWriter(int fd) noexcept : fd_(fd) {}
+  ~FdWriter() { flush(); }
+  bool ok() const noexcept { return ok_; }
+  void raw(const char* s) noexcept {
+    if (!s) return;
+    while (*s) byte(*s++);
+  }
+  void str(const char* s) noexcept {  // a JSON string literal
+    byte('"');
+    for (const unsigned char* p = reinterpret_cast<const unsigned char*>(s ? s : ""); *p; ++p) {
+      const unsigned char c = *p;
+      if (c == '"' || c == '\\') {
+        byte('\\');
+        byte(static_cast<char>(c));
+      } else if (c < 0x20) {
+        raw("\\u00");
+        byte("0123456789abcdef"[c >> 4]);
+        byte("0123456789abcdef"[c & 15]);
+      } else {
+        byte(static_cast<char>(c));
+      }
+    }
+    byte('"');
+  }
+  void num(long long v) noexcept {
+    char buf[32];
+    Appender a{buf, sizeof buf};
+    a.num(v);
+    raw(buf);
+  }
+  void hex(unsigned long long v) noexcept {
+    char buf[32];
+    Appender a{buf, sizeof buf};
+    a.hex(v);
+    str(buf);
+  }
+  void key(const char* k) noexcept {
+    str(k);
+    byte(':');
+  }
+  void flush() noexcept {
+    std::size_t off = 0;
+    while (off < n_) {
+      const ssize_t w = ::write(fd_, buf_ + off, n_ - off);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        ok_ = false;
+        break;
+      }
+      off += static_cast<std::size_t>(w);
+    }
+    n_ = 0;
+  }
+
+ private:
+  void byte(char c) noexcept {
+    if (n_ == sizeof buf_) flush();
+    buf_[n_++] = c;
+  }
+  int fd_;
+  bool ok_ = true;
+  std::size_t n_ = 0;
+  char buf_[4096];
+};
+
+}  // namespace
+
+void Appender::put(const char* s) noexcept {
+  if (!s) return;
+  for (; *s && n + 1 < size; ++s) out[n++] = *s;
+  if (size) out[n] = '\0';
+}
+
+void Appender::num(long long v) noexcept {
+  char buf[24];
+  int i = 0;
+  unsigned long long u = v < 0 ? 0ULL - static_cast<unsigned long long>(v) : static_cast<unsigned long long>(v);
+  do buf[i++] = static_cast<char>('0' + u % 10);
+  while ((u /= 10) && i < 22);
+  if (v < 0) buf[i++] = '-';
+  char rev[24];
+  for (int j = 0; j < i; ++j) rev[j] = buf[i - 1 - j];
+  rev[i] = '\0';
+  put(rev);
+}
+
+void Appender::hex(unsigned long long v) noexcept {
+  char buf[20] = "0x";
+  int i = 2;
+  bool started = false;
+  for (int shift = 60; shift >= 0; shift -= 4) {
+    const unsigned d = (v >> shift) & 0xF;
+    if (d || started || shift == 0) {
+      buf[i++] = "0123456789abcdef"[d];
+      started = true;
+    }
+  }
+  buf[i] = '\0';
+  put(buf);
+}
+
+void expand_template(const char* tmpl, const FindingInput& in, char* out, std::size_t size) noexcept {
+  Appender a{out, size};
+  if (size) out[0] = '\0';
+  for (const char* p = tmpl; p && *p;) {
+    if (*p != '{') {
+      const char one[2] = {*p++, '\0'};
+      a.put(one);
+      continue;
+    }
+    const char* end = std::strchr(p, '}');
+    if (!end) {
+      a.put(p);
+      break;
+    }
+    const std::size_t len = static_cast<std::size_t>(end - p - 1);
+    auto is = [&](const char* name) { return std::strlen(name) == len && std::strncmp(p + 1, name, len) == 0; };
+    if (is("call")) {
+      a.put(in.call ? in.call : "?");
+    } else if (is("keyval")) {
+      if (in.has_keyval) a.num(in.keyval);
+      else a.put("?");
+    } else if (is("object")) {
+      object_text(in, a);
+    } else if (is("detail")) {
+      a.put(in.detail ? in.detail : "");
+    } else if (is("replacement")) {
+      a.put(in.replacement ? in.replacement : "the replacement");
+    } else {
+      a.put("{?}");
+    }
+    p = end + 1;
+  }
+}
+
+void FindingStore::record(const FindingInput& in) noexcept { record_impl(in, false); }
+void FindingStore::record_async_signal_safe(const FindingInput& in) noexcept { record_impl(in, true); }
+
+namespace {
+std::uint64_t hash_text(const char* s) noexcept {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (; s && *s; ++s) h = (h ^ static_cast<unsigned char>(*s)) * 0x100000001b3ULL;
+  return h;
+}
+}  // namespace
+
+void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcept {
+  const std::uint64_t detail_hash = hash_text(in.detail);
+  // The same rule at the same site from the same call is one finding: count it. Entries are
+  // only ever appended and committed once filled, so this scan needs no lock.
+  const std::size_t n = size();
+  for (std::size_t i = 0; i < n; ++i) {
+    Finding& f = entries_[i];
+    if (!f.committed.load(std::memory_order_acquire)) continue;
+    if (f.rule == in.rule && f.site == in.site && f.detail_hash == detail_hash && std::strncmp(f.call, in.call ? in.call : "", sizeof f.call) == 0) {
+      f.count.fetch_add(1, std::memory_order_relaxed);
+      version_.fetch_add(1, std::memory_order_release);
+      return;
+    }
+  }
+  // A new finding: one writer at a time. A signal handler must not wait (the interrupted code may
+  // hold the flag), so it gives up instead.
+  for (unsigned spins = 0; busy_.exchange(true, std::memory_order_acquire); ++spins) {
+    if (signal_safe || spins > 1000000) {
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+  }
+  const std::size_t slot = used_.load(std::memory_order_relaxed);
+  if (slot >= kCapacity) {
+    busy_.store(false, std::memory_order_release);
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  Finding& f = entries_[slot];
+  const RuleInfo& info = rule_info(in.rule);
+  f.rule = in.rule;
+  f.site = in.site;
+  f.detail_hash = detail_hash;
+  f.has_keyval = in.has_keyval;
+  f.keyval = in.keyval;
+  f.has_object = in.has_object;
+  f.kind = in.kind;
+  f.object = in.object;
+  copy_str(f.call, sizeof f.call, in.call);
+  copy_str(f.object_name, sizeof f.object_name, in.object_name);
+  expand_template(info.message, in, f.message, sizeof f.message);
+  expand_template(info.hint, in, f.hint, sizeof f.hint);
+  f.symbol[0] = f.module[0] = '\0';
+  if (in.site_symbol) {
+    copy_str(f.symbol, sizeof f.symbol, in.site_symbol);
+  } else if (!signal_safe && in.site) {
+    Dl_info dl{};
+    if (dladdr(in.site, &dl) && dl.dli_fname) {
+      copy_str(f.module, sizeof f.module, dl.dli_fname);
+      if (dl.dli_sname) {
+        Appender a{f.symbol, sizeof f.symbol};
+        a.put(dl.dli_sname);
+        a.put("+");
+        a.hex(static_cast<unsigned long long>(static_cast<const char*>(in.site) - static_cast<const char*>(dl.dli_saddr)));
+      }
+    }
+  }
+  f.count.store(1, std::memory_order_relaxed);
+  f.committed.store(true, std::memory_order_release);
+  used_.store(slot + 1, std::memory_order_release);
+  version_.fetch_add(1, std::memory_order_release);
+  busy_.store(false, std::memory_order_release);
+}
+
+void FindingStore::counts(std::uint64_t out[3]) const noexcept {
+  out[0] = out[1] = out[2] = 0;
+  const std::size_t n = size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const Finding& f = entries_[i];
+    if (!f.committed.load(std::memory_order_acquire)) continue;
+    out[static_cast<int>(rule_info(f.rule).severity)] += f.count.load(std::memory_order_relaxed);
+  }
+}
+
+bool FindingStore::any_at_or_above(int threshold) const noexcept {
+  if (threshold < 0) return false;
+  std::uint64_t c[3];
+  counts(c);
+  for (int s = 0; s <= threshold && s < 3; ++s)
+    if (c[s]) return true;
+  return false;
+}
+
+bool render_json(int fd, const RunInfo& run, const FindingStore& store) noexcept {
+  FdWriter w(fd);
+  std::uint64_t c[3];
+  store.counts(c);
+  w.raw("{");
+  w.key("schema"); w.str(kReportSchema); w.raw(",");
+  w.key("version"); w.str(kReportVersion); w.raw(",");
+  w.key("tool"); w.raw("{"); w.key("name"); w.str("attrcheck"); w.raw(","); w.key("version"); w.str(kToolVersion); w.raw("},");
+  w.key("run"); w.raw("{");
+  w.key("rank"); w.num(run.rank); w.raw(",");
+  w.key("size"); w.num(run.size); w.raw(",");
+  w.key("pid"); w.num(run.pid); w.raw(",");
+  w.key("mode"); w.str(run.mode); w.raw(",");
+  w.key("on_error"); w.str(run.on_error); w.raw(",");
+  w.key("thread_level"); w.str(run.thread_level); w.raw(",");
+  w.key("mpi_library"); w.str(run.mpi_library); w.raw(",");
+  w.key("status"); w.str(run.status.load(std::memory_order_acquire)); w.raw(",");
+  w.key("signal"); w.num(run.signal.load(std::memory_order_relaxed));
+  w.raw("},\n");
+  w.key("summary"); w.raw("{");
+  w.key("error"); w.num(static_cast<long long>(c[0])); w.raw(",");
+  w.key("warning"); w.num(static_cast<long long>(c[1])); w.raw(",");
+  w.key("info"); w.num(static_cast<long long>(c[2])); w.raw(",");
+  w.key("dropped"); w.num(static_cast<long long>(store.dropped()));
+  w.raw("},\n");
+  w.key("findings"); w.raw("[");
+  bool first = true;
+  for (std::size_t i = 0; i < store.size(); ++i) {
+    const Finding& f = store.at(i);
+    if (!f.committed.load(std::memory_order_acquire)) continue;
+    const RuleInfo& info = rule_info(f.rule);
+    w.raw(first ? "\n" : ",\n");
+    first = false;
+    w.raw("{");
+    w.key("rule"); w.str(info.id); w.raw(",");
+    w.key("severity"); w.str(to_string(info.severity)); w.raw(",");
+    w.key("message"); w.str(f.message); w.raw(",");
+    w.key("hint"); w.str(f.hint); w.raw(",");
+    w.key("call"); w.str(f.call); w.raw(",");
+    w.key("rank"); w.num(run.rank); w.raw(",");
+    w.key("count"); w.num(static_cast<long long>(f.count.load(std::memory_order_relaxed)));
+    if (f.has_keyval) { w.raw(","); w.key("keyval"); w.num(f.keyval); }
+    if (f.has_object) {
+      w.raw(","); w.key("object"); w.raw("{");
+      w.key("kind"); w.str(to_string(f.kind)); w.raw(",");
+      w.key("handle"); w.hex(f.object);
+      if (f.object_name[0]) { w.raw(","); w.key("name"); w.str(f.object_name); }
+      w.raw("}");
+    }
+    w.raw(","); w.key("site"); w.raw("{");
+    w.key("address"); w.hex(reinterpret_cast<std::uintptr_t>(f.site)); w.raw(",");
+    w.key("symbol"); w.str(f.symbol); w.raw(",");
+    w.key("module"); w.str(f.module);
+    w.raw("}}");
+  }
+  w.raw(first ? "]}\n" : "\n]}\n");
+  w.flush();
+  return w.ok();
+}
+
+void render_summary(int fd, const RunInfo& run, const FindingStore& store) noexcept {
+  FdWriter w(fd);
+  std::uint64_t c[3];
+  store.counts(c);
+  if (!c[0] && !c[1] && !c[2]) return;
+  w.raw("==attrcheck== rank ");
+  w.num(run.rank);
+  w.raw(": ");
+  w.num(static_cast<long long>(c[0])); w.raw(" error(s), ");
+  w.num(static_cast<long long>(c[1])); w.raw(" warning(s), ");
+  w.num(static_cast<long long>(c[2])); w.raw(" info\n");
+  for (std::size_t i = 0; i < store.size(); ++i) {
+    const Finding& f = store.at(i);
+    if (!f.committed.load(std::memory_order_acquire)) continue;
+    const RuleInfo& info = rule_info(f.rule);
+    w.raw("==attrcheck==   ");
+    w.raw(to_string(info.severity));
+    w.raw(" ");
+    w.raw(info.id);
+    w.raw(" x");
+    w.num(static_cast<long long>(f.count.load(std::memory_order_relaxed)));
+    w.raw(": ");
+    w.raw(f.message);
+    if (f.symbol[0]) {
+      w.raw("\n==attrcheck==       at ");
+      w.raw(f.symbol);
+      if (f.module[0]) { w.raw(" ("); w.raw(f.module); w.raw(")"); }
+    }
+    w.raw("\n");
+  }
+}
+
+bool ReportFile::prepare(const char* dir, const char* name, char* error, std::size_t error_size) noexcept {
+  path_[0] = tmp_[0] = '\0';
+  if (!dir || !*dir) dir = ".";
+  // mkdir -p
+  char partial[1024];
+  const std::size_t len = std::strlen(dir);
+  if (len + std::strlen(name) + 2 >= sizeof path_) {
+    std::snprintf(error, error_size, "output directory path too long: %s", dir);
+    return false;
+  }
+  for (std::size_t i = 1; i <= len; ++i) {
+    if (dir[i] == '/' || dir[i] == '\0') {
+      std::memcpy(partial, dir, i);
+      partial[i] = '\0';
+      if (::mkdir(partial, 0755) != 0 && errno != EEXIST) {
+        std::snprintf(error, error_size, "cannot create %s: %s", partial, std::strerror(errno));
+        return false;
+      }
+    }
+  }
+  struct stat st{};
+  if (::stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    std::snprintf(error, error_size, "%s is not a directory", dir);
+    return false;
+  }
+  std::snprintf(path_, sizeof path_, "%s/%s", dir, name);
+  std::snprintf(tmp_, sizeof tmp_, "%s/.%s.%ld.tmp", dir, name, static_cast<long>(::getpid()));
+  return true;
+}
+
+bool ReportFile::write(const RunInfo& run, const FindingStore& store) noexcept {
+  if (!ready()) return false;
+  // O_NOFOLLOW | O_EXCL after unlink: never write through a symlink planted at the temp name.
+  ::unlink(tmp_);
+  const int fd = ::open(tmp_, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  bool ok = render_json(fd, run, store);
+  ok = (::fsync(fd) == 0 || errno == EINVAL) && ok;
+  ok = (::close(fd) == 0) && ok;
+  if (!ok) {
+    ::unlink(tmp_);
+    return false;
+  }
+  return ::rename(tmp_, path_) == 0;  // rename replaces a symlink itself, never follows it
+}
+
+}  // namespace attrcheck

@@ -1,0 +1,131 @@
+// Findings and the per-rank report.
+//
+// Findings live in a fixed table of plain structs, so that the report can be rendered and
+// written from a fatal-signal handler: rendering allocates nothing and writes with write(2);
+// the file is written to a temporary name and renamed into place (no symlink followed).
+// The same rule at the same call site (from the same MPI call) is one finding with a count.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "attrcheck/engine.hpp"
+#include "checks/rules.hpp"
+
+namespace attrcheck {
+
+inline constexpr char kReportSchema[] = "attrcheck.rank-report";
+inline constexpr char kReportVersion[] = "1.0";
+inline constexpr char kToolVersion[] = "0.1.0";
+
+// Builds text into a fixed buffer, truncating; no allocation (usable in signal handlers).
+struct Appender {
+  char* out;
+  std::size_t size;
+  std::size_t n = 0;
+  void put(const char* s) noexcept;
+  void num(long long v) noexcept;
+  void hex(unsigned long long v) noexcept;
+};
+
+// What a check found, as handed to FindingStore::record().
+struct FindingInput {
+  Rule rule;
+  const char* call = nullptr;         // the MPI function, e.g. "MPI_Comm_set_attr"
+  const void* site = nullptr;         // return address into the application
+  const char* site_symbol = nullptr;  // already known (signal path): skips symbolization
+  bool has_keyval = false;
+  int keyval = 0;
+  bool has_object = false;
+  ObjectKind kind = ObjectKind::Comm;
+  Handle object = 0;
+  const char* object_name = nullptr;  // e.g. "MPI_COMM_WORLD"
+  const char* detail = nullptr;
+  const char* replacement = nullptr;
+};
+
+struct Finding {
+  std::atomic<bool> committed{false};
+  std::atomic<std::uint64_t> count{0};
+  Rule rule = Rule::Count;
+  const void* site = nullptr;
+  std::uint64_t detail_hash = 0;  // part of the identity: two deprecated constants at one site differ
+  bool has_keyval = false;
+  int keyval = 0;
+  bool has_object = false;
+  ObjectKind kind = ObjectKind::Comm;
+  Handle object = 0;
+  char call[64] = {};
+  char object_name[32] = {};
+  char message[384] = {};
+  char hint[192] = {};
+  char symbol[192] = {};
+  char module[192] = {};
+};
+
+// Run-level facts written into the report; plain data, filled at MPI_Init.
+struct RunInfo {
+  int rank = -1;
+  int size = 0;
+  long pid = 0;
+  char mode[16] = "shadow";
+  char on_error[16] = "report";
+  char thread_level[32] = "";
+  char mpi_library[160] = "";
+  std::atomic<const char*> status{"running"};  // a string literal
+  std::atomic<int> signal{0};
+};
+
+class FindingStore {
+ public:
+  static constexpr std::size_t kCapacity = 1024;
+
+  // Records (or counts) a finding. Normal path: may symbolize. Thread-safe.
+  void record(const FindingInput& in) noexcept;
+  // For signal handlers: never blocks (drops the finding if the store is busy), never allocates.
+  void record_async_signal_safe(const FindingInput& in) noexcept;
+
+  std::size_t size() const noexcept { return std::min<std::size_t>(used_.load(std::memory_order_acquire), kCapacity); }
+  const Finding& at(std::size_t i) const noexcept { return entries_[i]; }
+  std::uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
+  // Count of findings (with repetitions) at each severity.
+  void counts(std::uint64_t out[3]) const noexcept;
+  // Whether any finding is at or above `threshold` (0 error, 1 warning, 2 info; -1 never).
+  bool any_at_or_above(int threshold) const noexcept;
+  std::uint64_t version() const noexcept { return version_.load(std::memory_order_acquire); }
+
+ private:
+  void record_impl(const FindingInput& in, bool signal_safe) noexcept;
+
+  Finding entries_[kCapacity];
+  std::atomic<std::size_t> used_{0};
+  std::atomic<bool> busy_{false};
+  std::atomic<std::uint64_t> dropped_{0};
+  std::atomic<std::uint64_t> version_{0};  // bumps on every change: rewrite the report if moved
+};
+
+// Renders the report as JSON to `fd`. Async-signal-safe. False if a write failed.
+bool render_json(int fd, const RunInfo& run, const FindingStore& store) noexcept;
+// The human summary, like the sanitizers print it. Async-signal-safe.
+void render_summary(int fd, const RunInfo& run, const FindingStore& store) noexcept;
+
+// Where a rank's report goes; paths are prepared once (at init) so writing needs no allocation.
+class ReportFile {
+ public:
+  // Creates `dir` if needed. `name` is the file name, e.g. "rank-3.json". False + message on error.
+  bool prepare(const char* dir, const char* name, char* error, std::size_t error_size) noexcept;
+  bool ready() const noexcept { return path_[0] != '\0'; }
+  // Writes the report: temporary file, then rename. Async-signal-safe. False on failure.
+  bool write(const RunInfo& run, const FindingStore& store) noexcept;
+  const char* path() const noexcept { return path_; }
+
+ private:
+  char path_[1024] = {};
+  char tmp_[1100] = {};
+};
+
+// Fills `message` from a rule template. Exposed for tests.
+void expand_template(const char* tmpl, const FindingInput& in, char* out, std::size_t size) noexcept;
+
+}  // namespace attrcheck

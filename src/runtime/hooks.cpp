@@ -1,0 +1,569 @@
+// One hook per op: the checks each call gets, then the mode's behaviour.
+//
+//   shadow:  checks -> refuse an erroneous call (it never reaches the library) -> forward to the
+//            library -> mirror the call in the engine, answering its callbacks with the ones the
+//            library ran (Replay) -> compare -> impl.divergence where the standard is clear.
+//   emulate: checks -> the engine serves the call and runs the callbacks itself; the library
+//            is asked only for predefined attributes and for creating / freeing the objects.
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "runtime/runtime.hpp"
+
+namespace attrcheck::rt {
+
+namespace {
+
+thread_local char t_token;  // its address identifies the thread
+
+// Everything an intercepted call checks first. False: refuse with *rc.
+bool enter(const Call& call, int* rc) {
+  Runtime& r = state();
+  switch (phase()) {
+    case Phase::BeforeInit:
+      report(finding(Rule::LifecycleBeforeInit, call));
+      *rc = MPI_ERR_OTHER;
+      return false;
+    case Phase::Finalized:
+      report(finding(Rule::LifecycleAfterFinalize, call));
+      *rc = MPI_ERR_OTHER;
+      return false;
+    default:
+      break;
+  }
+  if (in_teardown_callback()) {
+    FindingInput in = finding(Rule::CallbackAfterFinalize, call);
+    in.detail = "called from a delete callback that MPI_Finalize runs after it began tearing MPI down";
+    report(in);
+    *rc = MPI_ERR_OTHER;
+    return false;
+  }
+  if (call.api->replacement) {
+    FindingInput in = finding(Rule::DeprecatedCall, call);
+    in.replacement = call.api->replacement;
+    report(in);
+  }
+  if (r.thread_level < MPI_THREAD_SERIALIZED) {
+    const void* me = &t_token;
+    const void* first = r.first_thread.load(std::memory_order_relaxed);
+    if (!first && r.first_thread.compare_exchange_strong(first, me)) first = me;
+    if (first != me) {
+      FindingInput in = finding(Rule::ThreadLevel, call);
+      in.detail = r.run.thread_level;
+      report(in);
+    }
+  }
+  return true;
+}
+
+// Runs an engine operation on an object, registering the object first if the tool never saw it
+// created (predefined datatypes, objects MPI made internally) and it was not freed through us.
+template <typename Op>
+Result with_object(ObjectKind kind, Handle h, Op op) {
+  Result res = op();
+  if (res.status == Status::ObjectUnknown && adopt(kind, h)) res = op();
+  return res;
+}
+
+Result classify(ObjectKind kind, Handle h, int engine_key, void** value, int* flag) {
+  return with_object(kind, h, [&] { return state().engine->get_attr(kind, h, engine_key, Binding::C, value, flag); });
+}
+
+int refuse(const Call& call, Result res, ObjectKind kind, Handle h, int user_key, int engine_key) {
+  report_status(call, res.status, kind, h, user_key, engine_key);
+  return fail(call, kind, h, error_code(res, kind));
+}
+
+int reentrant(const Call& call, ObjectKind kind, Handle h) {
+  FindingInput in = finding(Rule::CallbackReentrant, call);
+  in.has_object = true;
+  in.kind = kind;
+  in.object = h;
+  in.object_name = object_name(kind, h);
+  in.detail = "called from inside a copy or delete callback running for this same object";
+  report(in);
+  return fail(call, kind, h, MPI_ERR_OTHER);
+}
+
+void result_divergence(const Call& call, int library_rc, Result model, int user_key) {
+  char d[200];
+  Appender a{d, sizeof d};
+  if (library_rc == MPI_SUCCESS) {
+    a.put("succeeded where the standard's model fails (");
+    a.put(to_string(model.status));
+    a.put(")");
+  } else {
+    a.put("failed with error ");
+    a.num(library_rc);
+    a.put(" where the standard's model succeeds");
+  }
+  divergence(call, d, true, user_key);
+}
+
+void name_of(const void* fn, char* out, std::size_t size) {
+  Dl_info dl{};
+  if (fn && dladdr(fn, &dl) && dl.dli_sname) {
+    std::snprintf(out, size, "%s", dl.dli_sname);
+  } else {
+    Appender a{out, size};
+    a.hex(reinterpret_cast<std::uintptr_t>(fn));
+  }
+}
+
+// The predefined callbacks, by address (Open MPI makes each one a distinct function).
+struct PredefinedFn {
+  const void* fn;
+  bool copy;
+  int action;  // CopyAction / DeleteAction
+  const char* name;
+  const char* replacement;  // deprecated ones: the MPI-2 name
+};
+
+const PredefinedFn* find_predefined_fn(const void* fn, ObjectKind kind) {
+  static const char* const null_copy[] = {"MPI_COMM_NULL_COPY_FN", "MPI_TYPE_NULL_COPY_FN", "MPI_WIN_NULL_COPY_FN"};
+  static const char* const dup[] = {"MPI_COMM_DUP_FN", "MPI_TYPE_DUP_FN", "MPI_WIN_DUP_FN"};
+  static const char* const null_delete[] = {"MPI_COMM_NULL_DELETE_FN", "MPI_TYPE_NULL_DELETE_FN", "MPI_WIN_NULL_DELETE_FN"};
+  const int k = static_cast<int>(kind);
+  static const PredefinedFn table[] = {
+      {reinterpret_cast<const void*>(MPI_COMM_NULL_COPY_FN), true, int(CopyAction::NullCopy), "MPI_COMM_NULL_COPY_FN", nullptr},
+      {reinterpret_cast<const void*>(MPI_COMM_DUP_FN), true, int(CopyAction::Dup), "MPI_COMM_DUP_FN", nullptr},
+      {reinterpret_cast<const void*>(MPI_TYPE_NULL_COPY_FN), true, int(CopyAction::NullCopy), "MPI_TYPE_NULL_COPY_FN", nullptr},
+      {reinterpret_cast<const void*>(MPI_TYPE_DUP_FN), true, int(CopyAction::Dup), "MPI_TYPE_DUP_FN", nullptr},
+      {reinterpret_cast<const void*>(MPI_WIN_NULL_COPY_FN), true, int(CopyAction::NullCopy), "MPI_WIN_NULL_COPY_FN", nullptr},
+      {reinterpret_cast<const void*>(MPI_WIN_DUP_FN), true, int(CopyAction::Dup), "MPI_WIN_DUP_FN", nullptr},
+      {reinterpret_cast<const void*>(MPI_NULL_COPY_FN), true, int(CopyAction::NullCopy), "MPI_NULL_COPY_FN", "null copy"},
+      {reinterpret_cast<const void*>(MPI_DUP_FN), true, int(CopyAction::Dup), "MPI_DUP_FN", "dup"},
+      {reinterpret_cast<const void*>(MPI_COMM_NULL_DELETE_FN), false, int(DeleteAction::NullDelete), "MPI_COMM_NULL_DELETE_FN", nullptr},
+      {reinterpret_cast<const void*>(MPI_TYPE_NULL_DELETE_FN), false, int(DeleteAction::NullDelete), "MPI_TYPE_NULL_DELETE_FN", nullptr},
+      {reinterpret_cast<const void*>(MPI_WIN_NULL_DELETE_FN), false, int(DeleteAction::NullDelete), "MPI_WIN_NULL_DELETE_FN", nullptr},
+      {reinterpret_cast<const void*>(MPI_NULL_DELETE_FN), false, int(DeleteAction::NullDelete), "MPI_NULL_DELETE_FN", "null delete"},
+  };
+  // The deprecated ones name their replacement for this kind.
+  static thread_local PredefinedFn hit;
+  for (const PredefinedFn& p : table) {
+    if (p.fn != fn || !fn) continue;
+    hit = p;
+    if (p.replacement) {
+      hit.replacement = p.copy ? (p.action == int(CopyAction::Dup) ? dup[k] : null_copy[k]) : null_delete[k];
+    }
+    return &hit;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+int on_null_arg(const Call& call, const char* param) {
+  CallScope scope(call);
+  int rc;
+  if (!enter(call, &rc)) return rc;
+  FindingInput in = finding(Rule::ArgNull, call);
+  in.detail = param;
+  report(in);
+  return fail(call, call.api->kind, 0, MPI_ERR_ARG);
+}
+
+// ---- keyvals ----------------------------------------------------------------------------------
+
+int on_create_keyval(const Call& call, void* copy_fn, void* delete_fn, int* keyval, void* extra_state,
+                     FnRef<int(void*, void*, void*)> forward) {
+  CallScope scope(call);
+  int rc;
+  if (!enter(call, &rc)) return rc;
+  Runtime& r = state();
+  const ObjectKind kind = call.api->kind;
+  for (const auto& [fn, param] : {std::pair<void*, const char*>{copy_fn, "copy_fn"}, {delete_fn, "delete_fn"}}) {
+    if (fn) continue;
+    FindingInput in = finding(Rule::ArgNull, call);
+    in.detail = param;
+    report(in);
+    return fail(call, kind, 0, MPI_ERR_ARG);
+  }
+  KeyvalSpec spec;
+  spec.kind = kind;
+  spec.extra_state = reinterpret_cast<std::uintptr_t>(extra_state);
+  spec.lang = Binding::C;
+  spec.mpi1 = call.api->replacement != nullptr;
+  spec.copy = {CopyAction::User, copy_fn, false};
+  spec.del = {DeleteAction::User, delete_fn, false};
+  for (void* fn : {copy_fn, delete_fn}) {
+    const PredefinedFn* p = find_predefined_fn(fn, kind);
+    if (!p) continue;
+    if (p->copy && fn == copy_fn) spec.copy = {static_cast<CopyAction>(p->action), nullptr, p->replacement != nullptr};
+    if (!p->copy && fn == delete_fn) spec.del = {static_cast<DeleteAction>(p->action), nullptr, p->replacement != nullptr};
+    if (p->replacement) {
+      FindingInput in = finding(Rule::DeprecatedConstant, call);
+      in.detail = p->name;
+      in.replacement = p->replacement;
+      report(in);
+    }
+  }
+  int engine_id = 0;
+  const Result res = r.engine->create_keyval(spec, &engine_id);
+  if (!res.ok()) return r.mode == Mode::Shadow ? forward(copy_fn, delete_fn, extra_state) : MPI_ERR_OTHER;
+  KeyRecord* rec = new_record(engine_id);
+  rec->kind = kind;
+  rec->copy_fn = spec.copy.action == CopyAction::User ? copy_fn : nullptr;
+  rec->delete_fn = spec.del.action == DeleteAction::User ? delete_fn : nullptr;
+  rec->extra_state = extra_state;
+  name_of(copy_fn, rec->copy_name, sizeof rec->copy_name);
+  name_of(delete_fn, rec->delete_name, sizeof rec->delete_name);
+  rec->user_id = engine_id;
+  rec->engine_id.store(engine_id, std::memory_order_release);
+  if (r.mode == Mode::Emulate) {
+    *keyval = engine_id;
+    return MPI_SUCCESS;
+  }
+  // Shadow: the library gets trampolines for user callbacks (so every run is observed) and the
+  // record as extra_state; predefined callbacks go to it unchanged.
+  const bool user = rec->copy_fn || rec->delete_fn;
+  rc = forward(rec->copy_fn ? trampoline_copy(kind) : copy_fn, rec->delete_fn ? trampoline_delete(kind) : delete_fn,
+               user ? static_cast<void*>(rec) : extra_state);
+  if (rc != MPI_SUCCESS) {
+    int undo = engine_id;
+    r.engine->free_keyval(kind, &undo);
+    return rc;
+  }
+  rec->user_id = *keyval;
+  map_key(*keyval, engine_id);
+  return MPI_SUCCESS;
+}
+
+int on_free_keyval(const Call& call, int* keyval, FnRef<int()> forward) {
+  CallScope scope(call);
+  int rc;
+  if (!enter(call, &rc)) return rc;
+  Runtime& r = state();
+  const ObjectKind kind = call.api->kind;
+  const int user_key = *keyval;
+  int engine_key = to_engine_key(user_key);
+  const Result res = r.engine->free_keyval(kind, &engine_key);
+  if (!res.ok()) return refuse(call, res, kind, 0, user_key, to_engine_key(user_key));
+  if (r.mode == Mode::Emulate) {
+    *keyval = MPI_KEYVAL_INVALID;
+    return MPI_SUCCESS;
+  }
+  rc = forward();
+  if (rc != MPI_SUCCESS) result_divergence(call, rc, res, user_key);
+  return rc;
+}
+
+// ---- attributes ---------------------------------------------------------------------------------
+
+int on_set_attr(const Call& call, Handle h, int key, void* value, FnRef<int()> forward) {
+  CallScope scope(call);
+  int rc;
+  if (!enter(call, &rc)) return rc;
+  Runtime& r = state();
+  const ObjectKind kind = call.api->kind;
+  if (in_callback_for(kind, h)) return reentrant(call, kind, h);
+  const int engine_key = to_engine_key(key);
+  const auto word = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(value));
+  auto set = [&] { return r.engine->set_attr(kind, h, engine_key, Binding::C, word); };
+  if (r.mode == Mode::Emulate) {
+    const Result res = with_object(kind, h, set);
+    return res.ok() ? MPI_SUCCESS : refuse(call, res, kind, h, key, engine_key);
+  }
+  void* current = nullptr;
+  int flag = 0;
+  Result res = classify(kind, h, engine_key, &current, &flag);
+  if (res.ok() && is_predefined_key(key)) res.status = Status::KeyvalPredefined;
+  if (!res.ok()) return refuse(call, res, kind, h, key, engine_key);
+  ReplayScope replay(call, false);
+  rc = forward();
+  if (rc != MPI_SUCCESS) replay.replay().lenient = true;  // the library stopped somewhere of its own
+  res = set();
+  replay.finish();
+  if ((rc == MPI_SUCCESS) != res.ok()) result_divergence(call, rc, res, key);
+  return rc;
+}
+
+int on_get_attr(const Call& call, Handle h, int key, void* value_out, int* flag, FnRef<int()> forward) {
+  CallScope scope(call);
+  int rc;
+  if (!enter(call, &rc)) return rc;
+  Runtime& r = state();
+  const ObjectKind kind = call.api->kind;
+  const int engine_key = to_engine_key(key);
+  void* model = nullptr;
+  int model_flag = 0;
+  const Result res = classify(kind, h, engine_key, &model, &model_flag);
+  if (!res.ok()) return refuse(call, res, kind, h, key, engine_key);
+  if (is_predefined_key(key)) return forward();  // the library supplies predefined values
+  if (r.mode == Mode::Emulate) {
+    *flag = model_flag;
+    if (model_flag) std::memcpy(value_out, &model, sizeof model);
+    return MPI_SUCCESS;
+  }
+  rc = forward();
+  if (rc != MPI_SUCCESS) {
+    result_divergence(call, rc, res, key);
+  } else if (*flag != model_flag || (model_flag && std::memcmp(value_out, &model, sizeof model) != 0)) {
+    char d[160];
+    Appender a{d, sizeof d};
+    a.put(*flag ? "returned flag 1" : "returned flag 0");
+    a.put(model_flag ? " where the attribute is set" : " where no attribute is set");
+    divergence(call, d, true, key);
+  }
+  return rc;
+}
+
+int on_delete_attr(const Call& call, Handle h, int key, FnRef<int()> forward) {
+  CallScope scope(call);
+  int rc;
+  if (!enter(call, &rc)) return rc;
+  Runtime& r = state();
+  const ObjectKind kind = call.api->kind;
+  if (in_callback_for(kind, h)) return reentrant(call, kind, h);
+  const int engine_key = to_engine_key(key);
+  void* current = nullptr;
+  int flag = 0;
+  Result res = classify(kind, h, engine_key, &current, &flag);
+  if (res.ok() && is_predefined_key(key)) res.status = Status::KeyvalPredefined;
+  if (!res.ok()) return refuse(call, res, kind, h, key, engine_key);
+  if (!flag) {  // not an error by the standard, but not portable
+    report_status(call, Status::AttrAbsent, kind, h, key, engine_key);
+    return r.mode == Mode::Emulate ? MPI_SUCCESS : forward();
+  }
+  if (r.mode == Mode::Emulate) {
+    res = r.engine->delete_attr(kind, h, engine_key);
+    return res.ok() ? MPI_SUCCESS : refuse(call, res, kind, h, key, engine_key);
+  }
+  ReplayScope replay(call, false);
+  rc = forward();
+  if (rc != MPI_SUCCESS) replay.replay().lenient = true;
+  res = r.engine->delete_attr(kind, h, engine_key);
+  replay.finish();
+  if ((rc == MPI_SUCCESS) != res.ok()) result_divergence(call, rc, res, key);
+  return rc;
+}
+
+// ---- objects ----------------------------------------------------------------------------------
+
+namespace {
+// Registers a handle the library just created; a stale registration of the same handle (freed
+// on a path the tool does not see) is dropped first.
+Handle null_handle(ObjectKind kind) {
+  switch (kind) {
+    case ObjectKind::Comm: return handle(MPI_COMM_NULL);
+    case ObjectKind::Type: return handle(MPI_DATATYPE_NULL);
+    case ObjectKind::Win: return handle(MPI_WIN_NULL);
+  }
+  return 0;
+}
+
+void register_new(ObjectKind kind, Handle h) {
+  if (h == null_handle(kind)) return;
+  note_created(kind, h);
+  Engine& e = *state().engine;
+  if (e.create_object(kind, h).status == Status::ObjectExists) {
+    e.forget_object(kind, h);
+    e.create_object(kind, h);
+  }
+}
+
+// A handle the library will never hand out, for mirroring a dup the library refused.
+Handle scratch_handle() {
+  static std::atomic<std::uint64_t> next{1};
+  return 0xA77C000000000000ULL | next.fetch_add(1);
+}
+}  // namespace
+
+int on_dup(const Call& call, Handle old, FnRef<int(Handle*)> forward, FnRef<void()> undo) {
+  CallScope scope(call);
+  int rc;
+  if (!enter(call, &rc)) return rc;
+  Runtime& r = state();
+  Engine& e = *r.engine;
+  const ObjectKind kind = call.api->kind;
+  void* v = nullptr;
+  int flag = 0;
+  const Result check = classify(kind, old, MPI_KEYVAL_INVALID, &v, &flag);
+  if (check.status == Status::ObjectNull || check.status == Status::ObjectUnknown)
+    return refuse(call, check, kind, old, 0, 0);
+  Handle fresh = 0;
+  if (r.mode == Mode::Emulate) {
+    rc = forward(&fresh);
+    if (rc != MPI_SUCCESS) return rc;
+    note_created(kind, fresh);
+    e.forget_object(kind, fresh);  // a stale registration of a reused handle, if any
+    const Result res = e.dup_object(kind, old, fresh);
+    if (res.ok()) return MPI_SUCCESS;
+    undo();
+    return refuse(call, res, kind, old, 0, 0);
+  }
+  ReplayScope replay(call, false);
+  rc = forward(&fresh);
+  Result res;
+  if (rc == MPI_SUCCESS) {
+    note_created(kind, fresh);
+    e.forget_object(kind, fresh);  // a stale registration of a reused handle, if any
+    res = e.dup_object(kind, old, fresh);
+    replay.finish();
+    if (!res.ok()) {
+      result_divergence(call, rc, res, 0);
+      register_new(kind, fresh);
+    }
+    return rc;
+  }
+  // The library refused (a copy callback failed, or it ran out of something): the model must
+  // fail too, replaying what the library ran.
+  replay.replay().lenient = true;
+  const Handle scratch = scratch_handle();
+  res = e.dup_object(kind, old, scratch);
+  replay.finish();
+  if (res.ok()) {
+    e.forget_object(kind, scratch);
+    result_divergence(call, rc, res, 0);
+  }
+  return rc;
+}
+
+int on_construct(const Call& call, FnRef<int(Handle*)> forward) {
+  CallScope scope(call);
+  int rc;
+  if (!enter(call, &rc)) return rc;
+  Runtime& r = state();
+  const ObjectKind kind = call.api->kind;
+  Handle fresh = 0;
+  if (r.mode == Mode::Emulate) {
+    rc = forward(&fresh);
+    if (rc == MPI_SUCCESS) register_new(kind, fresh);
+    return rc;
+  }
+  ReplayScope replay(call, false);
+  rc = forward(&fresh);
+  if (rc == MPI_SUCCESS) {
+    register_new(kind, fresh);
+    // These constructors copy no attributes. If the library ran copy callbacks anyway, mirror
+    // what it copied (so later gets agree) and report it.
+    for (const Observation& o : replay.replay().seen)
+      if (o.copy && o.rc == MPI_SUCCESS && o.flag) r.engine->set_attr(kind, fresh, o.engine_id, Binding::C, o.value_out);
+  }
+  replay.finish();
+  return rc;
+}
+
+int on_free(const Call& call, Handle h, FnRef<int()> forward) {
+  CallScope scope(call);
+  int rc;
+  if (!enter(call, &rc)) return rc;
+  Runtime& r = state();
+  Engine& e = *r.engine;
+  const ObjectKind kind = call.api->kind;
+  if (in_callback_for(kind, h)) return reentrant(call, kind, h);
+  if (r.mode == Mode::Emulate) {
+    const Result res = with_object(kind, h, [&] { return e.free_object(kind, h); });
+    if (!res.ok()) return refuse(call, res, kind, h, 0, 0);
+    rc = forward();
+    if (rc == MPI_SUCCESS) note_freed(kind, h);
+    return rc;
+  }
+  void* v = nullptr;
+  int flag = 0;
+  Result res = classify(kind, h, MPI_KEYVAL_INVALID, &v, &flag);
+  if (res.status == Status::ObjectNull || res.status == Status::ObjectUnknown) return refuse(call, res, kind, h, 0, 0);
+  ObjectInfo info{};
+  if (e.object_info(kind, h, &info) && (info.flags & kObjectPredefined)) {
+    res.status = Status::ObjectPredefined;
+    return refuse(call, res, kind, h, 0, 0);
+  }
+  ReplayScope replay(call, false);
+  rc = forward();
+  if (rc != MPI_SUCCESS) replay.replay().lenient = true;
+  res = e.free_object(kind, h);
+  replay.finish();
+  if (rc == MPI_SUCCESS) {
+    note_freed(kind, h);
+    if (!res.ok()) {
+      result_divergence(call, rc, res, 0);
+      e.forget_object(kind, h);
+    }
+  } else if (res.ok()) {
+    result_divergence(call, rc, res, 0);
+    adopt(kind, h);
+  }
+  return rc;
+}
+
+// ---- lifecycle ----------------------------------------------------------------------------------
+
+int on_init(const Call& call, int, FnRef<int(int*)> forward) {
+  Runtime& r = state();  // reads the configuration
+  (void)call;
+  if (phase() != Phase::BeforeInit) {
+    int provided = 0;
+    return forward(&provided);
+  }
+  int provided = MPI_THREAD_SINGLE;
+  const int rc = forward(&provided);
+  if (rc == MPI_SUCCESS) started(provided);
+  (void)r;
+  return rc;
+}
+
+int on_finalize(const Call& call, FnRef<int()> forward) {
+  Runtime& r = state();
+  if (phase() != Phase::Running) return forward();
+  CallScope scope(call);
+  Engine& e = *r.engine;
+  for (const AttributeInfo& a : e.attributes(ObjectKind::Comm, r.world)) {
+    if (a.predefined || a.delete_action != DeleteAction::User) continue;
+    FindingInput in = finding(Rule::AttrWorldAtFinalize, call);
+    const KeyRecord* rec = record_for(a.keyval);
+    in.has_keyval = true;
+    in.keyval = rec ? rec->user_id : a.keyval;
+    report(in);
+  }
+  r.phase.store(static_cast<int>(Phase::Finalizing), std::memory_order_release);
+  FinalizeOptions options;
+  options.delete_world_attributes = true;  // what Open MPI 4.1 and MPICH do natively
+  int rc;
+  if (r.mode == Mode::Emulate) {
+    e.finalize(options);
+    rc = forward();
+  } else {
+    ReplayScope replay(call, false);
+    replay.order_deletes_on(r.self);
+    rc = forward();
+    e.finalize(options);
+    replay.finish();
+  }
+  for (const KeyvalInfo& k : e.leaked_keyvals()) {
+    FindingInput in = finding(Rule::KeyvalLeak, call);
+    const KeyRecord* rec = record_for(k.id);
+    in.has_keyval = true;
+    in.keyval = rec ? rec->user_id : k.id;
+    report(in);
+  }
+  for (const AttributeInfo& a : e.attributes()) {
+    if (a.predefined || a.delete_action != DeleteAction::User) continue;
+    if (a.kind == ObjectKind::Comm && (a.object == r.world || a.object == r.self)) continue;
+    FindingInput in = finding(Rule::AttrLeak, call);
+    const KeyRecord* rec = record_for(a.keyval);
+    in.has_keyval = true;
+    in.keyval = rec ? rec->user_id : a.keyval;
+    in.has_object = true;
+    in.kind = a.kind;
+    in.object = a.object;
+    report(in);
+  }
+  r.phase.store(static_cast<int>(Phase::Finalized), std::memory_order_release);
+  r.run.status.store("finalized");
+  write_report();
+  print_summary();
+  return rc;
+}
+
+int on_abort(const Call& call, Handle, int, FnRef<int()> forward) {
+  Runtime& r = state();
+  CallScope scope(call);
+  r.run.status.store("aborted");
+  write_report();
+  print_summary();
+  return forward();
+}
+
+}  // namespace attrcheck::rt

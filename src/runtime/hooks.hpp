@@ -1,0 +1,74 @@
+// What the generated wrappers (gen/gen_wrappers.py) call: one hook per op. Each hook runs the
+// checks, mirrors or serves the call with the engine according to the mode, and forwards to
+// PMPI through the lambdas the wrapper passes.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include "attrcheck/engine.hpp"
+
+namespace attrcheck::rt {
+
+// A non-owning reference to a callable (the wrappers' PMPI-forwarding lambdas): no allocation.
+template <typename Sig>
+class FnRef;
+template <typename R, typename... A>
+class FnRef<R(A...)> {
+ public:
+  template <typename F, typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, FnRef>>>
+  FnRef(F&& f) noexcept  // NOLINT: implicit on purpose
+      : obj_(const_cast<void*>(static_cast<const void*>(&f))),
+        call_([](void* o, A... a) -> R { return (*static_cast<std::remove_reference_t<F>*>(o))(std::forward<A>(a)...); }) {}
+  R operator()(A... a) const { return call_(obj_, std::forward<A>(a)...); }
+
+ private:
+  void* obj_;
+  R (*call_)(void*, A...);
+};
+
+// The static description of an intercepted function (one per wrapper).
+struct Api {
+  const char* name;
+  ObjectKind kind;
+  const char* replacement;  // deprecated functions: what to use instead; else nullptr
+};
+
+// One intercepted call in progress.
+struct Call {
+  const Api* api;
+  const void* caller;  // return address into the application
+};
+
+enum class Op { CreateKeyval, FreeKeyval, SetAttr, GetAttr, DeleteAttr, Dup, Construct, Free, Init, Finalize, Abort };
+
+// False when the call should go straight to PMPI (mode=off).
+bool active(Op op) noexcept;
+
+template <typename T>
+inline Handle handle(T h) noexcept {
+  if constexpr (std::is_pointer_v<T>) {
+    return static_cast<Handle>(reinterpret_cast<std::uintptr_t>(h));
+  } else {
+    return static_cast<Handle>(h);
+  }
+}
+
+int on_null_arg(const Call& call, const char* param);
+int on_create_keyval(const Call& call, void* copy_fn, void* delete_fn, int* keyval, void* extra_state,
+                     FnRef<int(void* copy_fn, void* delete_fn, void* extra_state)> forward);
+int on_free_keyval(const Call& call, int* keyval, FnRef<int()> forward);
+int on_set_attr(const Call& call, Handle object, int keyval, void* value, FnRef<int()> forward);
+int on_get_attr(const Call& call, Handle object, int keyval, void* value_out, int* flag, FnRef<int()> forward);
+int on_delete_attr(const Call& call, Handle object, int keyval, FnRef<int()> forward);
+int on_dup(const Call& call, Handle object, FnRef<int(Handle*)> forward, FnRef<void()> undo);
+int on_construct(const Call& call, FnRef<int(Handle*)> forward);
+int on_free(const Call& call, Handle object, FnRef<int()> forward);
+int on_init(const Call& call, int required, FnRef<int(int* provided)> forward);
+int on_finalize(const Call& call, FnRef<int()> forward);
+int on_abort(const Call& call, Handle comm, int errorcode, FnRef<int()> forward);
+
+}  // namespace attrcheck::rt

@@ -1,0 +1,825 @@
+// The runtime's state, configuration, callback trampolines, findings and lifecycle
+// (report on every exit path). The per-op hooks are in hooks.cpp.
+#include "runtime/runtime.hpp"
+
+#include <dlfcn.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace attrcheck::rt {
+
+namespace {
+
+// ---- configuration: every flag declared once ---------------------------------------------------
+
+struct Flag {
+  const char* env;
+  const char* values;  // accepted values, for the error message
+  bool (*apply)(Runtime&, const char*);
+};
+
+bool set_mode(Runtime& r, const char* v) {
+  if (!std::strcmp(v, "shadow")) return r.mode = Mode::Shadow, true;
+  if (!std::strcmp(v, "emulate")) return r.mode = Mode::Emulate, true;
+  if (!std::strcmp(v, "off")) return r.mode = Mode::Off, true;
+  return false;
+}
+bool set_on_error(Runtime& r, const char* v) {
+  if (!std::strcmp(v, "report")) return r.on_error = OnError::Report, true;
+  if (!std::strcmp(v, "errhandler")) return r.on_error = OnError::Errhandler, true;
+  if (!std::strcmp(v, "abort")) return r.on_error = OnError::Abort, true;
+  return false;
+}
+bool set_output(Runtime& r, const char* v) {
+  if (!*v || std::strlen(v) >= sizeof r.output_dir) return false;
+  std::snprintf(r.output_dir, sizeof r.output_dir, "%s", v);
+  return true;
+}
+
+constexpr Flag kFlags[] = {
+    {"ATTRCHECK_MODE", "shadow, emulate, off", set_mode},
+    {"ATTRCHECK_ON_ERROR", "report, errhandler, abort", set_on_error},
+    {"ATTRCHECK_OUTPUT", "a directory path", set_output},
+};
+
+const char* mode_name(Mode m) {
+  return m == Mode::Shadow ? "shadow" : m == Mode::Emulate ? "emulate" : "off";
+}
+const char* on_error_name(OnError o) {
+  return o == OnError::Report ? "report" : o == OnError::Errhandler ? "errhandler" : "abort";
+}
+
+// ---- per-thread callback context ------------------------------------------------------------
+
+struct CbFrame {
+  ObjectKind kind;
+  Handle object;
+  bool teardown;
+};
+constexpr int kMaxCbDepth = 32;
+thread_local CbFrame t_cb[kMaxCbDepth];
+thread_local int t_cb_depth = 0;
+thread_local Replay* t_replay = nullptr;
+// What the innermost callback on this thread is, for a crash report (plain data).
+thread_local const char* t_cb_name = nullptr;
+thread_local int t_cb_keyval = 0;
+thread_local const char* t_cb_call = nullptr;
+thread_local bool t_cb_is_copy = false;
+
+class CbGuard {
+ public:
+  CbGuard(ObjectKind kind, Handle object, bool teardown, const char* name, int keyval, bool copy,
+          const char* call) noexcept
+      : name_(t_cb_name), keyval_(t_cb_keyval), call_(t_cb_call), copy_(t_cb_is_copy) {
+    if (t_cb_depth < kMaxCbDepth) t_cb[t_cb_depth] = CbFrame{kind, object, teardown};
+    ++t_cb_depth;
+    t_cb_name = name;
+    t_cb_keyval = keyval;
+    t_cb_call = call;
+    t_cb_is_copy = copy;
+  }
+  ~CbGuard() {
+    --t_cb_depth;
+    t_cb_name = name_;
+    t_cb_keyval = keyval_;
+    t_cb_call = call_;
+    t_cb_is_copy = copy_;
+  }
+
+ private:
+  const char* name_;
+  int keyval_;
+  const char* call_;
+  bool copy_;
+};
+
+thread_local const Call* t_call = nullptr;  // the innermost intercepted call on this thread
+
+const char* current_call_name() noexcept {
+  if (t_call) return t_call->api->name;
+  return phase() == Phase::Finalizing ? "MPI_Finalize" : "MPI";
+}
+
+// ---- running user callbacks (both modes) ---------------------------------------------------------
+
+void callback_detail(char* buf, std::size_t size, const char* what, const char* name, int keyval,
+                     const char* tail) {
+  Appender a{buf, size};
+  a.put(what);
+  a.put(" ");
+  a.put(name && *name ? name : "(unnamed)");
+  a.put(" of keyval ");
+  a.num(keyval);
+  a.put(tail);
+}
+
+void report_callback(Rule rule, const char* what, const char* name, int keyval, const char* tail, const void* fn) {
+  char detail[320];
+  callback_detail(detail, sizeof detail, what, name, keyval, tail);
+  Call call{nullptr, nullptr};
+  FindingInput in;
+  in.rule = rule;
+  in.call = current_call_name();
+  in.site = fn;
+  in.has_keyval = true;
+  in.keyval = keyval;
+  in.detail = detail;
+  (void)call;
+  report(in);
+}
+
+int run_copy(ObjectKind kind, void* fn, Handle old, int key, void* extra, void* in, void* out, int* flag,
+             const KeyRecord* rec) {
+  const char* name = rec ? rec->copy_name : nullptr;
+  int rc;
+  {
+    CbGuard guard(kind, old, false, name, key, true, current_call_name());
+    try {
+      switch (kind) {
+        case ObjectKind::Comm:
+          rc = reinterpret_cast<MPI_Comm_copy_attr_function*>(fn)(from_handle<MPI_Comm>(old), key, extra, in, out, flag);
+          break;
+        case ObjectKind::Type:
+          rc = reinterpret_cast<MPI_Type_copy_attr_function*>(fn)(from_handle<MPI_Datatype>(old), key, extra, in, out, flag);
+          break;
+        default:
+          rc = reinterpret_cast<MPI_Win_copy_attr_function*>(fn)(from_handle<MPI_Win>(old), key, extra, in, out, flag);
+          break;
+      }
+    } catch (...) {
+      report_callback(Rule::CallbackException, "copy callback", name, key,
+                      " threw a C++ exception (caught by attrcheck; the call fails)", fn);
+      return MPI_ERR_OTHER;
+    }
+  }
+  char tail[128];
+  if (rc != MPI_SUCCESS) {
+    Appender a{tail, sizeof tail};
+    a.put(" returned ");
+    a.num(rc);
+    a.put(" during ");
+    a.put(current_call_name());
+    report_callback(Rule::CallbackError, "copy callback", name, key, tail, fn);
+  } else if (*flag != 0 && *flag != 1) {
+    Appender a{tail, sizeof tail};
+    a.put(" set *flag = ");
+    a.num(*flag);
+    a.put(" during ");
+    a.put(current_call_name());
+    report_callback(Rule::CallbackBadFlag, "copy callback", name, key, tail, fn);
+  }
+  return rc;
+}
+
+int run_delete(ObjectKind kind, void* fn, Handle object, int key, void* value, void* extra, const KeyRecord* rec,
+               bool teardown) {
+  const char* name = rec ? rec->delete_name : nullptr;
+  int rc;
+  {
+    CbGuard guard(kind, object, teardown, name, key, false, current_call_name());
+    try {
+      switch (kind) {
+        case ObjectKind::Comm:
+          rc = reinterpret_cast<MPI_Comm_delete_attr_function*>(fn)(from_handle<MPI_Comm>(object), key, value, extra);
+          break;
+        case ObjectKind::Type:
+          rc = reinterpret_cast<MPI_Type_delete_attr_function*>(fn)(from_handle<MPI_Datatype>(object), key, value, extra);
+          break;
+        default:
+          rc = reinterpret_cast<MPI_Win_delete_attr_function*>(fn)(from_handle<MPI_Win>(object), key, value, extra);
+          break;
+      }
+    } catch (...) {
+      report_callback(Rule::CallbackException, "delete callback", name, key,
+                      " threw a C++ exception (caught by attrcheck; the call fails)", fn);
+      return MPI_ERR_OTHER;
+    }
+  }
+  if (rc != MPI_SUCCESS) {
+    char tail[128];
+    Appender a{tail, sizeof tail};
+    a.put(" returned ");
+    a.num(rc);
+    a.put(" during ");
+    a.put(current_call_name());
+    report_callback(Rule::CallbackError, "delete callback", name, key, tail, fn);
+  }
+  return rc;
+}
+
+bool teardown_delete(ObjectKind kind, Handle object) noexcept {
+  return phase() == Phase::Finalizing && kind == ObjectKind::Comm && object != state().self;
+}
+
+// ---- trampolines: what the library calls in shadow mode ----------------------------------------
+
+template <ObjectKind K, typename Obj>
+int trampoline_copy_fn(Obj old, int key, void* extra, void* in, void* out, int* flag) {
+  auto* rec = static_cast<KeyRecord*>(extra);
+  const int rc = run_copy(K, rec->copy_fn, handle(old), key, rec->extra_state, in, out, flag, rec);
+  if (Replay* r = t_replay) {
+    std::uint64_t value_out = 0;
+    if (rc == MPI_SUCCESS && *flag) std::memcpy(&value_out, out, sizeof value_out);
+    r->seen.push_back(Observation{true, K, handle(old), rec->engine_id.load(std::memory_order_relaxed),
+                                  reinterpret_cast<std::uintptr_t>(in), rc, *flag, value_out, false});
+  }
+  return rc;
+}
+
+template <ObjectKind K, typename Obj>
+int trampoline_delete_fn(Obj object, int key, void* value, void* extra) {
+  auto* rec = static_cast<KeyRecord*>(extra);
+  const int rc = run_delete(K, rec->delete_fn, handle(object), key, value, rec->extra_state, rec,
+                            teardown_delete(K, handle(object)));
+  if (Replay* r = t_replay)
+    r->seen.push_back(Observation{false, K, handle(object), rec->engine_id.load(std::memory_order_relaxed),
+                                  reinterpret_cast<std::uintptr_t>(value), rc, 0, 0, false});
+  return rc;
+}
+
+// ---- the engine's invoker: emulate runs user code, shadow replays the library's runs -----------
+
+constexpr int kFlagUnset = 0x5eed;
+
+int replay_copy(Replay& r, const CopyCall& c, std::uint64_t* out, int* flag) {
+  for (Observation& o : r.seen) {
+    if (o.used || !o.copy || o.object != c.old_object || o.engine_id != c.keyval) continue;
+    o.used = true;
+    if (o.value_in != c.value_in) {
+      char d[160];
+      Appender a{d, sizeof d};
+      a.put("passed ");
+      a.hex(o.value_in);
+      a.put(" to a copy callback where the attribute's value is ");
+      a.hex(c.value_in);
+      divergence(*r.call, d, true, record_for(c.keyval) ? record_for(c.keyval)->user_id : c.keyval);
+    }
+    *out = o.value_out;
+    *flag = o.flag;
+    return o.rc;
+  }
+  if (!r.lenient)
+    divergence(*r.call, "did not run a copy callback the standard requires", true,
+               record_for(c.keyval) ? record_for(c.keyval)->user_id : c.keyval);
+  *flag = 0;
+  return MPI_SUCCESS;
+}
+
+int replay_delete(Replay& r, const DeleteCall& c) {
+  const int user_key = record_for(c.keyval) ? record_for(c.keyval)->user_id : c.keyval;
+  if (r.has_ordered_object && c.object == r.ordered_object) {
+    for (const Observation& o : r.seen) {
+      if (o.used || o.copy || o.object != c.object) continue;
+      if (o.engine_id != c.keyval)
+        divergence(*r.call, "ran MPI_COMM_SELF's delete callbacks out of the order they were set (newest first)",
+                   true, user_key);
+      break;
+    }
+  }
+  for (Observation& o : r.seen) {
+    if (o.used || o.copy || o.object != c.object || o.engine_id != c.keyval) continue;
+    o.used = true;
+    return o.rc;
+  }
+  const bool optional = r.lenient || c.cause == CallbackCause::DupRollback ||
+                        (c.cause == CallbackCause::Finalize && c.object != state().self);
+  if (!optional) divergence(*r.call, "did not run a delete callback the standard requires", true, user_key);
+  return MPI_SUCCESS;
+}
+
+class RuntimeInvoker final : public CallbackInvoker {
+ public:
+  int copy(const CopyCall& c, std::uint64_t* out, int* flag) override {
+    if (Replay* r = t_replay) return replay_copy(*r, c, out, flag);
+    const KeyRecord* rec = record_for(c.keyval);
+    *flag = kFlagUnset;
+    const int rc = run_copy(c.kind, c.fn, c.old_object, c.keyval, reinterpret_cast<void*>(c.extra_state),
+                            reinterpret_cast<void*>(static_cast<std::uintptr_t>(c.value_in)), out, flag, rec);
+    if (*flag == kFlagUnset) {
+      if (rc == MPI_SUCCESS)
+        report_callback(Rule::CallbackBadFlag, "copy callback", rec ? rec->copy_name : nullptr, c.keyval,
+                        " returned without setting *flag (treated as 0: not copied)", c.fn);
+      *flag = 0;
+    }
+    return rc;
+  }
+  int del(const DeleteCall& c) override {
+    if (Replay* r = t_replay) return replay_delete(*r, c);
+    const bool teardown = c.cause == CallbackCause::Finalize && c.object == state().world;
+    return run_delete(c.kind, c.fn, c.object, c.keyval, reinterpret_cast<void*>(static_cast<std::uintptr_t>(c.value)),
+                      reinterpret_cast<void*>(c.extra_state), record_for(c.keyval), teardown);
+  }
+};
+
+// ---- exit paths --------------------------------------------------------------------------------
+
+constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+struct sigaction g_previous[sizeof kFatalSignals / sizeof kFatalSignals[0]];
+
+void on_fatal_signal(int sig, siginfo_t* info, void* context) {
+  Runtime& r = state();
+  if (t_cb_depth > 0) {
+    char detail[320];
+    Appender a{detail, sizeof detail};
+    a.put(t_cb_is_copy ? "copy callback " : "delete callback ");
+    a.put(t_cb_name && *t_cb_name ? t_cb_name : "(unnamed)");
+    a.put(" of keyval ");
+    a.num(t_cb_keyval);
+    a.put(" received signal ");
+    a.num(sig);
+    a.put(" during ");
+    a.put(t_cb_call ? t_cb_call : "?");
+    FindingInput in;
+    in.rule = Rule::CallbackCrash;
+    in.call = t_cb_call ? t_cb_call : "?";
+    in.site_symbol = t_cb_name;
+    in.has_keyval = true;
+    in.keyval = t_cb_keyval;
+    in.detail = detail;
+    r.findings.record_async_signal_safe(in);
+  }
+  r.run.signal.store(sig, std::memory_order_relaxed);
+  r.run.status.store("signal", std::memory_order_release);
+  r.report.write(r.run, r.findings);
+  render_summary(2, r.run, r.findings);
+  // Hand the signal on: to the previous handler (Open MPI's backtrace printer), else the default.
+  for (std::size_t i = 0; i < sizeof kFatalSignals / sizeof kFatalSignals[0]; ++i) {
+    if (kFatalSignals[i] != sig) continue;
+    const struct sigaction& prev = g_previous[i];
+    if ((prev.sa_flags & SA_SIGINFO) && prev.sa_sigaction) {
+      sigaction(sig, &prev, nullptr);
+      prev.sa_sigaction(sig, info, context);
+      return;
+    }
+    if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN && prev.sa_handler) {
+      sigaction(sig, &prev, nullptr);
+      prev.sa_handler(sig);
+      return;
+    }
+  }
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+void install_signal_handlers() {
+  for (std::size_t i = 0; i < sizeof kFatalSignals / sizeof kFatalSignals[0]; ++i) {
+    struct sigaction sa{};
+    sa.sa_sigaction = on_fatal_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    sigaction(kFatalSignals[i], &sa, &g_previous[i]);
+  }
+}
+
+void at_exit() {
+  Runtime& r = state();
+  if (r.mode == Mode::Off) return;
+  if (phase() != Phase::Finalized) {
+    if (phase() == Phase::BeforeInit && r.findings.size() == 0) return;  // never an MPI program
+    const char* status = r.run.status.load();
+    if (!std::strcmp(status, "running")) r.run.status.store("exit-without-finalize");
+    write_report();
+    print_summary();
+    return;
+  }
+  if (r.findings.version() != r.written_version.load()) write_report();
+}
+
+bool prepare_report(Runtime& r, const char* name) {
+  char error[256];
+  if (r.report.prepare(r.output_dir, name, error, sizeof error)) return true;
+  std::fprintf(stderr, "attrcheck: cannot write reports: %s\n", error);
+  return false;
+}
+
+}  // namespace
+
+// ---- state ------------------------------------------------------------------------------------
+
+Runtime& state() noexcept {
+  // Never destroyed: it must outlive atexit handlers and late callbacks.
+  static Runtime* r = [] {
+    auto* rt = new Runtime;
+    for (const Flag& f : kFlags) {
+      const char* v = std::getenv(f.env);
+      if (v && !f.apply(*rt, v))
+        std::fprintf(stderr, "attrcheck: %s='%s' is not valid (expected %s); using the default\n", f.env, v, f.values);
+    }
+    std::snprintf(rt->run.mode, sizeof rt->run.mode, "%s", mode_name(rt->mode));
+    std::snprintf(rt->run.on_error, sizeof rt->run.on_error, "%s", on_error_name(rt->on_error));
+    rt->run.pid = static_cast<long>(::getpid());
+    EngineConfig config;
+    config.keyval_invalid = MPI_KEYVAL_INVALID;
+    config.null_handle[static_cast<int>(ObjectKind::Comm)] = handle(MPI_COMM_NULL);
+    config.null_handle[static_cast<int>(ObjectKind::Type)] = handle(MPI_DATATYPE_NULL);
+    config.null_handle[static_cast<int>(ObjectKind::Win)] = handle(MPI_WIN_NULL);
+    config.invoker = new RuntimeInvoker;
+    rt->engine = new Engine(config);
+    return rt;
+  }();
+  return *r;
+}
+
+bool active(Op) noexcept { return state().mode != Mode::Off; }
+
+// ---- keyvals ----------------------------------------------------------------------------------
+
+KeyRecord* record_for(int engine_id) noexcept {
+  if (engine_id <= 0) return nullptr;
+  const unsigned slot = static_cast<unsigned>(engine_id) & 0xFFFF;
+  KeyRecord* chunk = state().records[slot / Runtime::kChunk].load(std::memory_order_acquire);
+  if (!chunk) return nullptr;
+  KeyRecord* rec = &chunk[slot % Runtime::kChunk];
+  return rec->engine_id.load(std::memory_order_acquire) == engine_id ? rec : nullptr;
+}
+
+KeyRecord* new_record(int engine_id) {
+  static std::mutex mu;
+  Runtime& r = state();
+  const unsigned slot = static_cast<unsigned>(engine_id) & 0xFFFF;
+  std::lock_guard<std::mutex> lock(mu);
+  KeyRecord* chunk = r.records[slot / Runtime::kChunk].load(std::memory_order_acquire);
+  if (!chunk) {
+    chunk = new KeyRecord[Runtime::kChunk];
+    r.records[slot / Runtime::kChunk].store(chunk, std::memory_order_release);
+  }
+  KeyRecord* rec = &chunk[slot % Runtime::kChunk];
+  rec->engine_id.store(0, std::memory_order_release);
+  return rec;
+}
+
+int to_engine_key(int user_key) noexcept {
+  Runtime& r = state();
+  if (r.mode != Mode::Shadow || user_key == MPI_KEYVAL_INVALID || is_predefined_key(user_key)) return user_key;
+  int id = 0;
+  if (user_key >= 0 && user_key < Runtime::kSmallKeys) {
+    id = r.small_keys[user_key].load(std::memory_order_acquire);
+  } else {
+    std::lock_guard<std::mutex> lock(r.big_keys_mu);
+    auto it = r.big_keys.find(user_key);
+    if (it != r.big_keys.end()) id = it->second;
+  }
+  return id ? id : (1 << 16);  // slot 0 is never an engine keyval: "unknown"
+}
+
+void map_key(int user_key, int engine_id) noexcept {
+  Runtime& r = state();
+  if (user_key >= 0 && user_key < Runtime::kSmallKeys) {
+    r.small_keys[user_key].store(engine_id, std::memory_order_release);
+  } else {
+    std::lock_guard<std::mutex> lock(r.big_keys_mu);
+    r.big_keys[user_key] = engine_id;
+  }
+}
+
+namespace {
+struct PredefinedKey {
+  int id;
+  ObjectKind kind;
+  const char* name;
+};
+const PredefinedKey kPredefinedKeys[] = {
+    {MPI_TAG_UB, ObjectKind::Comm, "MPI_TAG_UB"},
+    {MPI_HOST, ObjectKind::Comm, "MPI_HOST"},
+    {MPI_IO, ObjectKind::Comm, "MPI_IO"},
+    {MPI_WTIME_IS_GLOBAL, ObjectKind::Comm, "MPI_WTIME_IS_GLOBAL"},
+    {MPI_APPNUM, ObjectKind::Comm, "MPI_APPNUM"},
+    {MPI_UNIVERSE_SIZE, ObjectKind::Comm, "MPI_UNIVERSE_SIZE"},
+    {MPI_LASTUSEDCODE, ObjectKind::Comm, "MPI_LASTUSEDCODE"},
+    {MPI_WIN_BASE, ObjectKind::Win, "MPI_WIN_BASE"},
+    {MPI_WIN_SIZE, ObjectKind::Win, "MPI_WIN_SIZE"},
+    {MPI_WIN_DISP_UNIT, ObjectKind::Win, "MPI_WIN_DISP_UNIT"},
+    {MPI_WIN_CREATE_FLAVOR, ObjectKind::Win, "MPI_WIN_CREATE_FLAVOR"},
+    {MPI_WIN_MODEL, ObjectKind::Win, "MPI_WIN_MODEL"},
+};
+}  // namespace
+
+bool is_predefined_key(int key) noexcept {
+  for (const PredefinedKey& p : kPredefinedKeys)
+    if (p.id == key) return true;
+  return false;
+}
+
+// ---- objects ----------------------------------------------------------------------------------
+
+bool adopt(ObjectKind kind, Handle h) {
+  Runtime& r = state();
+  {
+    std::lock_guard<std::mutex> lock(r.freed_mu);
+    if (r.freed[static_cast<int>(kind)].count(h)) return false;
+  }
+  std::uint8_t flags = kObjectNone;
+  if (kind == ObjectKind::Type && phase() != Phase::BeforeInit) {
+    int ni = 0, na = 0, nd = 0, combiner = 0;
+    if (PMPI_Type_get_envelope(from_handle<MPI_Datatype>(h), &ni, &na, &nd, &combiner) == MPI_SUCCESS &&
+        combiner == MPI_COMBINER_NAMED)
+      flags = kObjectPredefined;  // MPI_INT & co: attributes are fine, freeing is not
+  }
+  const Status s = r.engine->create_object(kind, h, flags).status;
+  return s == Status::Ok || s == Status::ObjectExists;
+}
+
+void note_freed(ObjectKind kind, Handle h) {
+  Runtime& r = state();
+  std::lock_guard<std::mutex> lock(r.freed_mu);
+  auto& set = r.freed[static_cast<int>(kind)];
+  if (set.size() > 100000) set.clear();  // bounded: forget the oldest knowledge wholesale
+  set.insert(h);
+}
+
+void note_created(ObjectKind kind, Handle h) {
+  Runtime& r = state();
+  std::lock_guard<std::mutex> lock(r.freed_mu);
+  r.freed[static_cast<int>(kind)].erase(h);
+}
+
+void* trampoline_copy(ObjectKind kind) noexcept {
+  switch (kind) {
+    case ObjectKind::Comm: return reinterpret_cast<void*>(&trampoline_copy_fn<ObjectKind::Comm, MPI_Comm>);
+    case ObjectKind::Type: return reinterpret_cast<void*>(&trampoline_copy_fn<ObjectKind::Type, MPI_Datatype>);
+    case ObjectKind::Win: return reinterpret_cast<void*>(&trampoline_copy_fn<ObjectKind::Win, MPI_Win>);
+  }
+  return nullptr;
+}
+
+void* trampoline_delete(ObjectKind kind) noexcept {
+  switch (kind) {
+    case ObjectKind::Comm: return reinterpret_cast<void*>(&trampoline_delete_fn<ObjectKind::Comm, MPI_Comm>);
+    case ObjectKind::Type: return reinterpret_cast<void*>(&trampoline_delete_fn<ObjectKind::Type, MPI_Datatype>);
+    case ObjectKind::Win: return reinterpret_cast<void*>(&trampoline_delete_fn<ObjectKind::Win, MPI_Win>);
+  }
+  return nullptr;
+}
+
+bool in_callback_for(ObjectKind kind, Handle h) noexcept {
+  const int n = t_cb_depth < kMaxCbDepth ? t_cb_depth : kMaxCbDepth;
+  for (int i = 0; i < n; ++i)
+    if (t_cb[i].kind == kind && t_cb[i].object == h) return true;
+  return false;
+}
+
+bool in_teardown_callback() noexcept {
+  const int n = t_cb_depth < kMaxCbDepth ? t_cb_depth : kMaxCbDepth;
+  for (int i = 0; i < n; ++i)
+    if (t_cb[i].teardown) return true;
+  return false;
+}
+
+CallScope::CallScope(const Call& call) noexcept : outer_(t_call) { t_call = &call; }
+CallScope::~CallScope() { t_call = outer_; }
+
+ReplayScope::ReplayScope(const Call& call, bool lenient) {
+  replay_.call = &call;
+  replay_.lenient = lenient;
+  replay_.outer = t_replay;
+  t_replay = &replay_;
+}
+
+ReplayScope::~ReplayScope() { t_replay = replay_.outer; }
+
+void ReplayScope::finish() {
+  t_replay = replay_.outer;  // nothing more is collected
+  if (replay_.lenient) return;
+  for (const Observation& o : replay_.seen) {
+    if (o.used) continue;
+    char d[200];
+    Appender a{d, sizeof d};
+    a.put(o.copy ? "ran a copy callback" : "ran a delete callback");
+    a.put(" on ");
+    a.put(object_name(o.kind, o.object) ? object_name(o.kind, o.object) : to_string(o.kind));
+    a.put(" that the standard does not call here");
+    const KeyRecord* rec = record_for(o.engine_id);
+    divergence(*replay_.call, d, true, rec ? rec->user_id : o.engine_id);
+  }
+}
+
+// ---- findings and errors ------------------------------------------------------------------------
+
+const char* kind_noun(ObjectKind kind) noexcept {
+  switch (kind) {
+    case ObjectKind::Comm: return "communicator";
+    case ObjectKind::Type: return "datatype";
+    case ObjectKind::Win: return "window";
+  }
+  return "object";
+}
+
+const char* object_name(ObjectKind kind, Handle h) noexcept {
+  if (kind != ObjectKind::Comm) return nullptr;
+  if (h == state().world) return "MPI_COMM_WORLD";
+  if (h == state().self) return "MPI_COMM_SELF";
+  if (h == handle(MPI_COMM_NULL)) return "MPI_COMM_NULL";
+  return nullptr;
+}
+
+void report(const FindingInput& in) {
+  Runtime& r = state();
+  r.findings.record(in);
+  if (phase() == Phase::Finalized || phase() == Phase::BeforeInit) write_report();
+}
+
+FindingInput finding(Rule rule, const Call& call) {
+  FindingInput in;
+  in.rule = rule;
+  in.call = call.api ? call.api->name : current_call_name();
+  in.site = call.caller;
+  return in;
+}
+
+void divergence(const Call& call, const char* detail, bool has_keyval, int keyval) {
+  FindingInput in = finding(Rule::ImplDivergence, call);
+  in.detail = detail;
+  in.has_keyval = has_keyval;
+  in.keyval = keyval;
+  report(in);
+}
+
+void report_status(const Call& call, Status status, ObjectKind kind, Handle h, int user_key, int engine_key) {
+  FindingInput in = finding(Rule::Count, call);
+  in.has_keyval = true;
+  in.keyval = user_key;
+  in.has_object = true;
+  in.kind = kind;
+  in.object = h;
+  in.object_name = object_name(kind, h);
+  char detail[160] = "";
+  switch (status) {
+    case Status::KeyvalInvalid: in.rule = Rule::KeyvalInvalid; break;
+    case Status::KeyvalUnknown: in.rule = Rule::KeyvalUnknown; break;
+    case Status::KeyvalFreed: in.rule = Rule::KeyvalFreed; break;
+    case Status::KeyvalDoubleFree: in.rule = Rule::KeyvalDoubleFree; break;
+    case Status::KeyvalPredefined: in.rule = Rule::KeyvalPredefined; break;
+    case Status::KeyvalKindMismatch: {
+      in.rule = Rule::KeyvalKindMismatch;
+      KeyvalInfo info;
+      Appender a{detail, sizeof detail};
+      if (state().engine->keyval_info(engine_key, &info)) {
+        a.put("was created for a ");
+        a.put(kind_noun(info.kind));
+        a.put(", used on a ");
+      } else {
+        a.put("belongs to another object kind, used on a ");
+      }
+      a.put(kind_noun(kind));
+      break;
+    }
+    case Status::ObjectNull:
+      in.rule = Rule::ObjectInvalid;
+      std::snprintf(detail, sizeof detail, "a null handle");
+      in.has_keyval = false;
+      break;
+    case Status::ObjectUnknown:
+      in.rule = Rule::ObjectInvalid;
+      std::snprintf(detail, sizeof detail, "not a live object (already freed, or never created)");
+      in.has_keyval = false;
+      break;
+    case Status::ObjectPredefined:
+      in.rule = Rule::ObjectInvalid;
+      std::snprintf(detail, sizeof detail, "predefined and cannot be freed");
+      in.has_keyval = false;
+      break;
+    case Status::ObjectExists:
+      return;  // the library handed out a handle the tool thought live: nothing the user did
+    case Status::NullArgument:
+      in.rule = Rule::ArgNull;
+      std::snprintf(detail, sizeof detail, "attribute_val/flag");
+      break;
+    case Status::Reentrant:
+      in.rule = Rule::CallbackReentrant;
+      std::snprintf(detail, sizeof detail, "modifies the object whose attribute callback is running");
+      break;
+    case Status::AttrAbsent: in.rule = Rule::AttrDeleteAbsent; break;
+    case Status::Finalized: in.rule = Rule::LifecycleAfterFinalize; break;
+    default:
+      return;  // Ok, callback failures (reported where the callback ran), capacity
+  }
+  in.detail = detail;
+  report(in);
+}
+
+int error_code(Result r, ObjectKind kind) noexcept {
+  switch (error_class(r.status, kind)) {
+    case ErrorClass::Success: return MPI_SUCCESS;
+    case ErrorClass::Keyval: return MPI_ERR_KEYVAL;
+    case ErrorClass::Arg: return MPI_ERR_ARG;
+    case ErrorClass::Comm: return MPI_ERR_COMM;
+    case ErrorClass::Type: return MPI_ERR_TYPE;
+    case ErrorClass::Win: return MPI_ERR_WIN;
+    case ErrorClass::Callback: return r.callback_rc ? r.callback_rc : MPI_ERR_OTHER;
+    case ErrorClass::Other: return MPI_ERR_OTHER;
+  }
+  return MPI_ERR_OTHER;
+}
+
+namespace {
+// Whether the engine knows `h` as a live object (so its error handler may be asked for).
+bool live_object(ObjectKind kind, Handle h) {
+  int flag = 0;
+  void* v = nullptr;
+  const Status s = state().engine->get_attr(kind, h, MPI_KEYVAL_INVALID, Binding::C, &v, &flag).status;
+  return s != Status::ObjectUnknown && s != Status::ObjectNull;
+}
+
+// Calls the error handler of the object, or of MPI_COMM_WORLD for calls without a live
+// communicator or window (keyval calls, datatypes). `only_user`: skip the predefined handlers.
+void call_errhandler(ObjectKind kind, Handle h, int code, bool only_user) {
+  MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+  if (kind == ObjectKind::Win && live_object(kind, h)) {
+    MPI_Win win = from_handle<MPI_Win>(h);
+    if (PMPI_Win_get_errhandler(win, &eh) != MPI_SUCCESS) return;
+    const bool predefined = eh == MPI_ERRORS_ARE_FATAL || eh == MPI_ERRORS_RETURN;
+    if (!only_user || !predefined) PMPI_Win_call_errhandler(win, code);
+  } else {
+    MPI_Comm comm = kind == ObjectKind::Comm && live_object(kind, h) ? from_handle<MPI_Comm>(h) : MPI_COMM_WORLD;
+    if (PMPI_Comm_get_errhandler(comm, &eh) != MPI_SUCCESS) return;
+    const bool predefined = eh == MPI_ERRORS_ARE_FATAL || eh == MPI_ERRORS_RETURN;
+    if (!only_user || !predefined) PMPI_Comm_call_errhandler(comm, code);
+  }
+  if (eh != MPI_ERRHANDLER_NULL) PMPI_Errhandler_free(&eh);
+}
+}  // namespace
+
+int fail(const Call&, ObjectKind kind, Handle h, int code) {
+  if (code == MPI_SUCCESS) return code;
+  const Phase p = phase();
+  if (p != Phase::Running && p != Phase::Finalizing) return code;  // no error handler exists
+  switch (state().on_error) {
+    case OnError::Report:
+      call_errhandler(kind, h, code, /*only_user=*/true);
+      return code;
+    case OnError::Errhandler:
+      state().run.status.store("errhandler");
+      write_report();
+      print_summary();
+      call_errhandler(kind, h, code, /*only_user=*/false);
+      state().run.status.store("running");
+      return code;
+    case OnError::Abort:
+      state().run.status.store("aborted");
+      write_report();
+      print_summary();
+      PMPI_Abort(MPI_COMM_WORLD, code);
+      return code;
+  }
+  return code;
+}
+
+// ---- lifecycle ----------------------------------------------------------------------------------
+
+void write_report() noexcept {
+  Runtime& r = state();
+  if (!r.report.ready()) {
+    char name[64];
+    std::snprintf(name, sizeof name, "pid-%ld.json", r.run.pid);
+    if (!prepare_report(r, name)) return;
+  }
+  const std::uint64_t version = r.findings.version();
+  if (r.report.write(r.run, r.findings)) r.written_version.store(version);
+}
+
+void print_summary() noexcept { render_summary(2, state().run, state().findings); }
+
+void started(int provided) {
+  Runtime& r = state();
+  r.thread_level = provided;
+  r.world = handle(MPI_COMM_WORLD);
+  r.self = handle(MPI_COMM_SELF);
+  PMPI_Comm_rank(MPI_COMM_WORLD, &r.run.rank);
+  PMPI_Comm_size(MPI_COMM_WORLD, &r.run.size);
+  static const char* const levels[] = {"MPI_THREAD_SINGLE", "MPI_THREAD_FUNNELED", "MPI_THREAD_SERIALIZED",
+                                       "MPI_THREAD_MULTIPLE"};
+  std::snprintf(r.run.thread_level, sizeof r.run.thread_level, "%s",
+                provided >= MPI_THREAD_SINGLE && provided <= MPI_THREAD_MULTIPLE ? levels[provided] : "?");
+  char version[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  if (PMPI_Get_library_version(version, &len) == MPI_SUCCESS) {
+    version[sizeof version - 1] = '\0';
+    if (char* nl = std::strchr(version, '\n')) *nl = '\0';
+    if (char* comma = std::strchr(version, ',')) *comma = '\0';
+    std::snprintf(r.run.mpi_library, sizeof r.run.mpi_library, "%s", version);
+  }
+  r.engine->create_object(ObjectKind::Comm, r.world, kObjectPredefined | kObjectWorld);
+  r.engine->create_object(ObjectKind::Comm, r.self, kObjectPredefined | kObjectSelf);
+  for (const PredefinedKey& p : kPredefinedKeys) r.engine->register_predefined_keyval(p.kind, p.id, p.name);
+
+  // The report is named by rank from now on; one written before MPI_Init (pid-N.json) moves.
+  const bool had_early = r.report.ready();
+  char early[1024];
+  std::snprintf(early, sizeof early, "%s", r.report.path());
+  char name[64];
+  std::snprintf(name, sizeof name, "rank-%d.json", r.run.rank);
+  if (prepare_report(r, name) && had_early) ::unlink(early);
+  r.phase.store(static_cast<int>(Phase::Running), std::memory_order_release);
+  install_signal_handlers();
+  static bool registered = false;
+  if (!registered) {
+    registered = true;
+    std::atexit(at_exit);
+  }
+}
+
+}  // namespace attrcheck::rt

@@ -1,0 +1,168 @@
+// The runtime's shared internals (between runtime.cpp and hooks.cpp). Not a public header.
+#pragma once
+
+#include <mpi.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "attrcheck/engine.hpp"
+#include "report/report.hpp"
+#include "runtime/hooks.hpp"
+
+namespace attrcheck::rt {
+
+enum class Mode : std::uint8_t { Shadow, Emulate, Off };
+enum class OnError : std::uint8_t { Report, Errhandler, Abort };
+enum class Phase : int { BeforeInit = 0, Running = 1, Finalizing = 2, Finalized = 3 };
+
+// What the tool knows about a user keyval: its callbacks, for the trampolines and for naming
+// callbacks in findings. One per engine keyval slot; reused with the slot.
+struct KeyRecord {
+  std::atomic<int> engine_id{0};
+  int user_id = 0;  // what the user holds (the library's id in shadow mode)
+  ObjectKind kind = ObjectKind::Comm;
+  void* copy_fn = nullptr;  // the user's functions (nullptr: predefined action)
+  void* delete_fn = nullptr;
+  void* extra_state = nullptr;
+  char copy_name[96] = {};
+  char delete_name[96] = {};
+};
+
+// A callback the library (shadow) or the engine (emulate) ran, as the trampoline saw it.
+struct Observation {
+  bool copy;
+  ObjectKind kind;
+  Handle object;
+  int engine_id;
+  std::uint64_t value_in;
+  int rc;
+  int flag;
+  std::uint64_t value_out;
+  bool used;
+};
+
+// Collects the callbacks the library runs during one forwarded call, then answers the engine's
+// mirror of that call from them (shadow mode): the engine never runs user code twice.
+struct Replay {
+  const Call* call = nullptr;
+  bool lenient = false;        // missing / extra callbacks are expected (no divergence)
+  Handle ordered_object = 0;   // delete callbacks on this object must come in the engine's order
+  bool has_ordered_object = false;
+  std::vector<Observation> seen;
+  Replay* outer = nullptr;
+};
+
+struct Runtime {
+  Mode mode = Mode::Shadow;
+  OnError on_error = OnError::Report;
+  char output_dir[900] = "attrcheck-out";
+
+  std::atomic<int> phase{static_cast<int>(Phase::BeforeInit)};
+  int thread_level = MPI_THREAD_SINGLE;
+  std::atomic<const void*> first_thread{nullptr};
+  std::atomic<int> calls_in_flight{0};
+
+  Engine* engine = nullptr;
+  FindingStore findings;
+  RunInfo run;
+  ReportFile report;
+  std::atomic<std::uint64_t> written_version{~0ULL};
+
+  // Keyval records, indexed by engine slot.
+  static constexpr int kChunks = 256, kChunk = 256;
+  std::atomic<KeyRecord*> records[kChunks] = {};
+
+  // Shadow mode: the library's keyval -> engine keyval.
+  static constexpr int kSmallKeys = 1 << 16;
+  std::atomic<int> small_keys[kSmallKeys] = {};
+  std::mutex big_keys_mu;
+  std::unordered_map<int, int> big_keys;
+
+  // Handles freed through the tool and not handed out again: using one is object.invalid.
+  std::mutex freed_mu;
+  std::unordered_set<Handle> freed[kObjectKinds];
+
+  Handle world = 0, self = 0;
+};
+
+Runtime& state() noexcept;
+
+// Keyvals.
+KeyRecord* record_for(int engine_id) noexcept;            // nullptr if none
+KeyRecord* new_record(int engine_id);
+int to_engine_key(int user_key) noexcept;                 // shadow: map; emulate: identity
+void map_key(int user_key, int engine_id) noexcept;
+bool is_predefined_key(int key) noexcept;
+
+// Objects: registers an unknown, non-null handle the tool never saw created (predefined
+// datatypes, objects MPI made internally). False if the handle was freed through the tool.
+bool adopt(ObjectKind kind, Handle h);
+void note_freed(ObjectKind kind, Handle h);
+void note_created(ObjectKind kind, Handle h);
+
+// Callback plumbing.
+void* trampoline_copy(ObjectKind kind) noexcept;
+void* trampoline_delete(ObjectKind kind) noexcept;
+bool in_callback_for(ObjectKind kind, Handle h) noexcept;  // on this thread
+bool in_teardown_callback() noexcept;                       // a callback of MPI_Finalize's teardown
+
+// Marks the intercepted call in progress on this thread (callbacks name it in findings).
+class CallScope {
+ public:
+  explicit CallScope(const Call& call) noexcept;
+  ~CallScope();
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
+
+ private:
+  const Call* outer_;
+};
+
+class ReplayScope {
+ public:
+  ReplayScope(const Call& call, bool lenient);
+  ~ReplayScope();
+  Replay& replay() noexcept { return replay_; }
+  void order_deletes_on(Handle h) noexcept { replay_.ordered_object = h; replay_.has_ordered_object = true; }
+  // Reports callbacks the library ran that the engine did not ask for.
+  void finish();
+
+ private:
+  Replay replay_;
+};
+
+// Findings and errors.
+void report(const FindingInput& in);
+FindingInput finding(Rule rule, const Call& call);
+// Reports the finding matching an engine Status (nothing for Ok / callback failures).
+void report_status(const Call& call, Status status, ObjectKind kind, Handle h, int user_key, int engine_key);
+// The MPI error code for an engine result.
+int error_code(Result r, ObjectKind kind) noexcept;
+// Applies --on-error to a refused call and returns what the call returns.
+int fail(const Call& call, ObjectKind kind, Handle h, int code);
+void divergence(const Call& call, const char* detail, bool has_keyval = false, int keyval = 0);
+const char* object_name(ObjectKind kind, Handle h) noexcept;
+const char* kind_noun(ObjectKind kind) noexcept;  // "communicator", "datatype", "window"
+
+// Lifecycle.
+void started(int provided);
+void write_report() noexcept;
+void print_summary() noexcept;
+
+inline Phase phase() noexcept { return static_cast<Phase>(state().phase.load(std::memory_order_acquire)); }
+
+template <typename T>
+inline T from_handle(Handle h) noexcept {
+  if constexpr (std::is_pointer_v<T>) {
+    return reinterpret_cast<T>(static_cast<std::uintptr_t>(h));
+  } else {
+    return static_cast<T>(h);
+  }
+}
+
+}  // namespace attrcheck::rt
