@@ -1114,8 +1114,12 @@ struct Engine::Impl {
       }
       break;
     }
-    // Snapshot the old object's attributes, oldest first, pinning their keyvals.
+    // Hold the old object for the whole dup: another thread that modifies it waits until the
+    // copies are made, so no copy callback ever sees a value whose delete callback already ran.
     ObjectSlot* old = objects_.get(old_slot);
+    const void* old_holder = old->mutating;  // this thread, further out, or nobody
+    old->mutating = this_thread_token();
+    // Snapshot the old object's attributes, oldest first, pinning their keyvals.
     std::vector<CopyJob> jobs;
     {
       auto keys = keys_newest_first(old);
@@ -1141,6 +1145,7 @@ struct Engine::Impl {
     const std::uint32_t new_slot = register_object(kind, new_h, kObjectNone, origin);
     if (new_slot == UINT32_MAX) {
       for (const CopyJob& job : jobs) unpin(job.keyval);
+      old->mutating = old_holder;
       return {Status::CapacityExhausted, 0};
     }
     ObjectSlot* fresh = objects_.get(new_slot);
@@ -1193,6 +1198,7 @@ struct Engine::Impl {
     } else {
       fresh->mutating = nullptr;
     }
+    old->mutating = old_holder;
     for (const CopyJob& job : jobs) unpin(job.keyval);
     return failure;
   }
