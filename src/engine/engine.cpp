@@ -424,17 +424,19 @@ struct Engine::Impl {
     *user = nullptr;
     *pre = nullptr;
     if (id == config.keyval_invalid) return Status::KeyvalInvalid;
-    // Predefined ids are never engine ids (create_keyval skips them), so look them up first.
-    if (const PredefinedKeyval* p = find_predefined(id)) {
-      if (p->kind.load(std::memory_order_relaxed) != static_cast<std::uint8_t>(kind))
-        return Status::KeyvalKindMismatch;
-      if (modify) return Status::KeyvalPredefined;
-      *pre = p;
-      return Status::Ok;
-    }
     KeyvalSlot* k = nullptr;
     const Status s = classify_keyval(id, &k);
-    if (s != Status::Ok) return s;
+    if (s != Status::Ok) {
+      // Predefined ids are never engine ids (create_keyval skips them): only now look them up.
+      if (const PredefinedKeyval* p = find_predefined(id)) {
+        if (p->kind.load(std::memory_order_relaxed) != static_cast<std::uint8_t>(kind))
+          return Status::KeyvalKindMismatch;
+        if (modify) return Status::KeyvalPredefined;
+        *pre = p;
+        return Status::Ok;
+      }
+      return s;
+    }
     if (k->spec.kind != kind) return Status::KeyvalKindMismatch;
     *user = k;
     return Status::Ok;
@@ -589,6 +591,15 @@ struct Engine::Impl {
     }
     ++t->count;
     return probe_empty(t, key);
+  }
+
+  // Gives an empty object a table that holds `n` attributes without growing.
+  void reserve(ObjectSlot* o, std::uint32_t n) {
+    if (n == 0 || o->table.load(std::memory_order_relaxed)) return;
+    std::uint32_t log2cap = 2;
+    while ((n + 1) * 4 > (1u << log2cap) * 3) ++log2cap;
+    WriteSection ws(seq_);
+    o->table.store(take_table(log2cap), std::memory_order_release);
   }
 
   static AttrRec* probe_empty(AttrTable* t, KeyvalId key) noexcept {
@@ -1010,7 +1021,7 @@ struct Engine::Impl {
         cpu_relax();
         continue;
       }
-      if (h == config.null_handle[static_cast<int>(kind)]) break;
+      // (The null handle is never registered: it misses here and the locked path names it.)
       const std::uint32_t slot = map_.load(std::memory_order_acquire)->find(kind, h);
       const ObjectSlot* o = slot == UINT32_MAX ? nullptr : objects_.find(slot);
       if (!o) break;  // unknown object: classify under the lock
@@ -1067,7 +1078,17 @@ struct Engine::Impl {
     const Status s = acquire_object(lk, kind, h, key, true, &slot, &k, &pre);
     if (s != Status::Ok) return {s, 0};
     ObjectSlot* o = objects_.get(slot);
-    if (!find_attr(o->table.load(std::memory_order_relaxed), key)) return {Status::AttrAbsent, 0};
+    AttrRec* rec = find_attr(o->table.load(std::memory_order_relaxed), key);
+    if (!rec) return {Status::AttrAbsent, 0};
+    if (k->spec.del.action == DeleteAction::NullDelete) {  // nothing to call: erase in place
+      {
+        WriteSection ws(seq_);
+        erase_attr(o, rec);
+      }
+      --k->attributes;
+      unref_keyval(k);
+      return {};
+    }
     o->mutating = this_thread_token();
     const Result r = delete_one(lk, slot, o, key, CallbackCause::Delete);
     o->mutating = nullptr;
@@ -1119,29 +1140,34 @@ struct Engine::Impl {
     ObjectSlot* old = objects_.get(old_slot);
     const void* old_holder = old->mutating;  // this thread, further out, or nobody
     old->mutating = this_thread_token();
-    // Snapshot the old object's attributes, oldest first, pinning their keyvals.
-    std::vector<CopyJob> jobs;
-    {
-      auto keys = keys_newest_first(old);
-      jobs.reserve(keys.size());
-      for (auto it = keys.rbegin(); it != keys.rend(); ++it) {
-        const AttrRec* rec = find_attr(old->table.load(std::memory_order_relaxed), it->second);
-        CopyJob job{it->second, nullptr, repr_of(*rec), rec->value.load(std::memory_order_relaxed), 0};
-        if (predefined_rec(*rec)) {
-          const PredefinedKeyval* p = find_predefined(job.key);
+    // Snapshot what is to be copied, oldest first, pinning the keyvals. Attributes whose copy
+    // action is NullCopy are skipped without further work.
+    std::vector<std::pair<std::uint32_t, CopyJob>> ordered;
+    if (const AttrTable* t = old->table.load(std::memory_order_relaxed)) {
+      ordered.reserve(t->count);
+      for (std::uint32_t i = 0; i <= t->mask; ++i) {
+        const AttrRec& rec = t->recs[i];
+        const KeyvalId key = rec.key.load(std::memory_order_relaxed);
+        if (key == kEmptyKey) continue;
+        CopyJob job{key, nullptr, repr_of(rec), rec.value.load(std::memory_order_relaxed), 0};
+        if (predefined_rec(rec)) {
+          const PredefinedKeyval* p = find_predefined(key);
           if (!p || !p->copy_on_dup) continue;
         } else {
-          KeyvalSlot* k = slot_of(job.key);
+          KeyvalSlot* k = slot_of(key);
           if (k->spec.copy.action == CopyAction::NullCopy) continue;
           ++k->pins;
           job.keyval = k;
-          job.value_in = translate(job.repr, job.word, cell_at(rec->cell()),
-                                   k->spec.lang)
-                             .word;
+          if (k->spec.copy.action == CopyAction::User)
+            job.value_in = translate(job.repr, job.word, cell_at(rec.cell()), k->spec.lang).word;
         }
-        jobs.push_back(job);
+        ordered.emplace_back(rec.order, job);
       }
+      std::sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     }
+    std::vector<CopyJob> jobs;
+    jobs.reserve(ordered.size());
+    for (const auto& entry : ordered) jobs.push_back(entry.second);
     const std::uint32_t new_slot = register_object(kind, new_h, kObjectNone, origin);
     if (new_slot == UINT32_MAX) {
       for (const CopyJob& job : jobs) unpin(job.keyval);
@@ -1150,6 +1176,7 @@ struct Engine::Impl {
     }
     ObjectSlot* fresh = objects_.get(new_slot);
     fresh->mutating = this_thread_token();
+    reserve(fresh, static_cast<std::uint32_t>(jobs.size()));
 
     Result failure;
     std::size_t next = 0;
@@ -1221,6 +1248,11 @@ struct Engine::Impl {
       break;
     }
     ObjectSlot* o = objects_.get(slot);
+    if (!has_user_delete(o)) {  // nothing to call: release the keyvals and drop the object at once
+      drop_attribute_refs(o);
+      unregister_object(slot);
+      return {};
+    }
     o->mutating = this_thread_token();
     const Result r = delete_all(lk, slot, CallbackCause::Free, true, nullptr);
     if (!r.ok()) {
@@ -1249,14 +1281,31 @@ struct Engine::Impl {
 
   // Releases the keyval references of every attribute of an object about to be unregistered.
   void drop_attribute_refs(const ObjectSlot* o) {
-    for (const auto& entry : keys_newest_first(o)) {
-      const AttrRec* rec = find_attr(o->table.load(std::memory_order_relaxed), entry.second);
-      if (predefined_rec(*rec)) continue;
-      if (KeyvalSlot* ks = slot_of(entry.second)) {
+    const AttrTable* t = o->table.load(std::memory_order_relaxed);
+    if (!t) return;
+    for (std::uint32_t i = 0; i <= t->mask; ++i) {
+      const AttrRec& rec = t->recs[i];
+      const KeyvalId key = rec.key.load(std::memory_order_relaxed);
+      if (key == kEmptyKey || predefined_rec(rec)) continue;
+      if (KeyvalSlot* ks = slot_of(key)) {
         --ks->attributes;
         unref_keyval(ks);
       }
     }
+  }
+
+  // Whether any attribute of the object has a user delete callback to run.
+  bool has_user_delete(const ObjectSlot* o) const noexcept {
+    const AttrTable* t = o->table.load(std::memory_order_relaxed);
+    if (!t) return false;
+    for (std::uint32_t i = 0; i <= t->mask; ++i) {
+      const AttrRec& rec = t->recs[i];
+      const KeyvalId key = rec.key.load(std::memory_order_relaxed);
+      if (key == kEmptyKey || predefined_rec(rec)) continue;
+      const KeyvalSlot* ks = slot_of(key);
+      if (ks && ks->spec.del.action == DeleteAction::User) return true;
+    }
+    return false;
   }
 
   FinalizeReport finalize(const FinalizeOptions& options) {
