@@ -227,12 +227,14 @@ void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcep
   expand_template(info.message, in, f.message, sizeof f.message);
   expand_template(info.hint, in, f.hint, sizeof f.hint);
   f.symbol[0] = f.module[0] = '\0';
+  f.offset = 0;
   if (in.site_symbol) {
     copy_str(f.symbol, sizeof f.symbol, in.site_symbol);
   } else if (!signal_safe && in.site) {
     Dl_info dl{};
     if (dladdr(in.site, &dl) && dl.dli_fname) {
       copy_str(f.module, sizeof f.module, dl.dli_fname);
+      f.offset = static_cast<std::uint64_t>(static_cast<const char*>(in.site) - static_cast<const char*>(dl.dli_fbase));
       if (dl.dli_sname) {
         Appender a{f.symbol, sizeof f.symbol};
         a.put(dl.dli_sname);
@@ -318,6 +320,7 @@ bool render_json(int fd, const RunInfo& run, const FindingStore& store) noexcept
     }
     w.raw(","); w.key("site"); w.raw("{");
     w.key("address"); w.hex(reinterpret_cast<std::uintptr_t>(f.site)); w.raw(",");
+    w.key("offset"); w.hex(f.offset); w.raw(",");
     w.key("symbol"); w.str(f.symbol); w.raw(",");
     w.key("module"); w.str(f.module);
     w.raw("}}");

@@ -50,7 +50,8 @@ struct Finding {
   std::atomic<std::uint64_t> count{0};
   Rule rule = Rule::Count;
   const void* site = nullptr;
-  std::uint64_t detail_hash = 0;  // part of the identity: two deprecated constants at one site differ
+  std::uint64_t detail_hash = 0;
+  std::uint64_t offset = 0;       // site - its module's base: the same in every rank despite ASLR  // part of the identity: two deprecated constants at one site differ
   bool has_keyval = false;
   int keyval = 0;
   bool has_object = false;

@@ -5,8 +5,6 @@
 //            library ran (Replay) -> compare -> impl.divergence where the standard is clear.
 //   emulate: checks -> the engine serves the call and runs the callbacks itself; the library
 //            is asked only for predefined attributes and for creating / freeing the objects.
-#include <dlfcn.h>
-
 #include <cstdio>
 #include <cstring>
 
@@ -100,16 +98,6 @@ void result_divergence(const Call& call, int library_rc, Result model, int user_
     a.put(" where the standard's model succeeds");
   }
   divergence(call, d, true, user_key);
-}
-
-void name_of(const void* fn, char* out, std::size_t size) {
-  Dl_info dl{};
-  if (fn && dladdr(fn, &dl) && dl.dli_sname) {
-    std::snprintf(out, size, "%s", dl.dli_sname);
-  } else {
-    Appender a{out, size};
-    a.hex(reinterpret_cast<std::uintptr_t>(fn));
-  }
 }
 
 // The predefined callbacks, by address (Open MPI makes each one a distinct function).
@@ -208,8 +196,6 @@ int on_create_keyval(const Call& call, void* copy_fn, void* delete_fn, int* keyv
   rec->copy_fn = spec.copy.action == CopyAction::User ? copy_fn : nullptr;
   rec->delete_fn = spec.del.action == DeleteAction::User ? delete_fn : nullptr;
   rec->extra_state = extra_state;
-  name_of(copy_fn, rec->copy_name, sizeof rec->copy_name);
-  name_of(delete_fn, rec->delete_name, sizeof rec->delete_name);
   rec->user_id = engine_id;
   rec->engine_id.store(engine_id, std::memory_order_release);
   if (r.mode == Mode::Emulate) {
@@ -398,6 +384,14 @@ int on_dup(const Call& call, Handle old, FnRef<int(Handle*)> forward, FnRef<void
   rc = forward(&fresh);
   Result res;
   if (rc == MPI_SUCCESS) {
+    // A copy callback's flag other than 0 or 1 means whatever the library made of it (the
+    // standard says "non-zero copies", Open MPI copies only on 1): ask the library, so the model
+    // follows it instead of calling its choice a divergence (callback.bad-flag was reported).
+    for (Observation& o : replay.replay().seen) {
+      if (!o.copy || o.rc != MPI_SUCCESS || o.flag == 0 || o.flag == 1) continue;
+      const KeyRecord* rec = record_for(o.engine_id);
+      o.flag = rec && library_attr(kind, fresh, rec->user_id, &o.value_out) ? 1 : 0;
+    }
     note_created(kind, fresh);
     e.forget_object(kind, fresh);  // a stale registration of a reused handle, if any
     res = e.dup_object(kind, old, fresh);
@@ -435,14 +429,23 @@ int on_construct(const Call& call, FnRef<int(Handle*)> forward) {
   }
   ReplayScope replay(call, false);
   rc = forward(&fresh);
-  if (rc == MPI_SUCCESS) {
+  if (rc == MPI_SUCCESS && fresh != null_handle(kind)) {
     register_new(kind, fresh);
-    // These constructors copy no attributes. If the library ran copy callbacks anyway, mirror
-    // what it copied (so later gets agree) and report it.
-    for (const Observation& o : replay.replay().seen)
-      if (o.copy && o.rc == MPI_SUCCESS && o.flag) r.engine->set_attr(kind, fresh, o.engine_id, Binding::C, o.value_out);
+    // These constructors copy no attributes. Ask the library whether the new object carries any
+    // (Open MPI's MPI_Comm_create_group copies them, through callbacks or MPI_COMM_DUP_FN): mirror
+    // what it holds, so later calls compare like with like, and report it once per keyval.
+    for (const KeyvalInfo& k : r.engine->live_keyvals()) {
+      if (k.kind != kind || k.spec.copy.action == CopyAction::NullCopy) continue;
+      const KeyRecord* rec = record_for(k.id);
+      std::uint64_t value = 0;
+      if (!rec || !library_attr(kind, fresh, rec->user_id, &value)) continue;
+      r.engine->set_attr(kind, fresh, k.id, Binding::C, value);
+      for (Observation& o : replay.replay().seen)
+        if (o.copy && o.engine_id == k.id) o.used = true;
+      divergence(call, "copied an attribute onto the new object, which this call must not do", true, rec->user_id);
+    }
   }
-  replay.finish();
+  replay.finish();  // copy callbacks it ran for objects it did not return are reported here
   return rc;
 }
 

@@ -65,33 +65,33 @@ thread_local CbFrame t_cb[kMaxCbDepth];
 thread_local int t_cb_depth = 0;
 thread_local Replay* t_replay = nullptr;
 // What the innermost callback on this thread is, for a crash report (plain data).
-thread_local const char* t_cb_name = nullptr;
+thread_local const void* t_cb_fn = nullptr;
 thread_local int t_cb_keyval = 0;
 thread_local const char* t_cb_call = nullptr;
 thread_local bool t_cb_is_copy = false;
 
 class CbGuard {
  public:
-  CbGuard(ObjectKind kind, Handle object, bool teardown, const char* name, int keyval, bool copy,
+  CbGuard(ObjectKind kind, Handle object, bool teardown, const void* fn, int keyval, bool copy,
           const char* call) noexcept
-      : name_(t_cb_name), keyval_(t_cb_keyval), call_(t_cb_call), copy_(t_cb_is_copy) {
+      : fn_(t_cb_fn), keyval_(t_cb_keyval), call_(t_cb_call), copy_(t_cb_is_copy) {
     if (t_cb_depth < kMaxCbDepth) t_cb[t_cb_depth] = CbFrame{kind, object, teardown};
     ++t_cb_depth;
-    t_cb_name = name;
+    t_cb_fn = fn;
     t_cb_keyval = keyval;
     t_cb_call = call;
     t_cb_is_copy = copy;
   }
   ~CbGuard() {
     --t_cb_depth;
-    t_cb_name = name_;
+    t_cb_fn = fn_;
     t_cb_keyval = keyval_;
     t_cb_call = call_;
     t_cb_is_copy = copy_;
   }
 
  private:
-  const char* name_;
+  const void* fn_;
   int keyval_;
   const char* call_;
   bool copy_;
@@ -106,21 +106,26 @@ const char* current_call_name() noexcept {
 
 // ---- running user callbacks (both modes) ---------------------------------------------------------
 
-void callback_detail(char* buf, std::size_t size, const char* what, const char* name, int keyval,
+// "copy callback my_copy of keyval 12<tail>"; the name comes from dladdr (normal path only).
+void callback_detail(char* buf, std::size_t size, const char* what, const void* fn, int keyval,
                      const char* tail) {
   Appender a{buf, size};
   a.put(what);
   a.put(" ");
-  a.put(name && *name ? name : "(unnamed)");
+  Dl_info dl{};
+  if (fn && dladdr(fn, &dl) && dl.dli_sname) {
+    a.put(dl.dli_sname);
+  } else {
+    a.hex(reinterpret_cast<std::uintptr_t>(fn));
+  }
   a.put(" of keyval ");
   a.num(keyval);
   a.put(tail);
 }
 
-void report_callback(Rule rule, const char* what, const char* name, int keyval, const char* tail, const void* fn) {
+void report_callback(Rule rule, const char* what, int keyval, const char* tail, const void* fn) {
   char detail[320];
-  callback_detail(detail, sizeof detail, what, name, keyval, tail);
-  Call call{nullptr, nullptr};
+  callback_detail(detail, sizeof detail, what, fn, keyval, tail);
   FindingInput in;
   in.rule = rule;
   in.call = current_call_name();
@@ -128,16 +133,15 @@ void report_callback(Rule rule, const char* what, const char* name, int keyval, 
   in.has_keyval = true;
   in.keyval = keyval;
   in.detail = detail;
-  (void)call;
   report(in);
 }
 
 int run_copy(ObjectKind kind, void* fn, Handle old, int key, void* extra, void* in, void* out, int* flag,
              const KeyRecord* rec) {
-  const char* name = rec ? rec->copy_name : nullptr;
+  (void)rec;
   int rc;
   {
-    CbGuard guard(kind, old, false, name, key, true, current_call_name());
+    CbGuard guard(kind, old, false, fn, key, true, current_call_name());
     try {
       switch (kind) {
         case ObjectKind::Comm:
@@ -151,7 +155,7 @@ int run_copy(ObjectKind kind, void* fn, Handle old, int key, void* extra, void* 
           break;
       }
     } catch (...) {
-      report_callback(Rule::CallbackException, "copy callback", name, key,
+      report_callback(Rule::CallbackException, "copy callback", key,
                       " threw a C++ exception (caught by attrcheck; the call fails)", fn);
       return MPI_ERR_OTHER;
     }
@@ -163,24 +167,24 @@ int run_copy(ObjectKind kind, void* fn, Handle old, int key, void* extra, void* 
     a.num(rc);
     a.put(" during ");
     a.put(current_call_name());
-    report_callback(Rule::CallbackError, "copy callback", name, key, tail, fn);
+    report_callback(Rule::CallbackError, "copy callback", key, tail, fn);
   } else if (*flag != 0 && *flag != 1) {
     Appender a{tail, sizeof tail};
     a.put(" set *flag = ");
     a.num(*flag);
     a.put(" during ");
     a.put(current_call_name());
-    report_callback(Rule::CallbackBadFlag, "copy callback", name, key, tail, fn);
+    report_callback(Rule::CallbackBadFlag, "copy callback", key, tail, fn);
   }
   return rc;
 }
 
 int run_delete(ObjectKind kind, void* fn, Handle object, int key, void* value, void* extra, const KeyRecord* rec,
                bool teardown) {
-  const char* name = rec ? rec->delete_name : nullptr;
+  (void)rec;
   int rc;
   {
-    CbGuard guard(kind, object, teardown, name, key, false, current_call_name());
+    CbGuard guard(kind, object, teardown, fn, key, false, current_call_name());
     try {
       switch (kind) {
         case ObjectKind::Comm:
@@ -194,7 +198,7 @@ int run_delete(ObjectKind kind, void* fn, Handle object, int key, void* value, v
           break;
       }
     } catch (...) {
-      report_callback(Rule::CallbackException, "delete callback", name, key,
+      report_callback(Rule::CallbackException, "delete callback", key,
                       " threw a C++ exception (caught by attrcheck; the call fails)", fn);
       return MPI_ERR_OTHER;
     }
@@ -206,7 +210,7 @@ int run_delete(ObjectKind kind, void* fn, Handle object, int key, void* value, v
     a.num(rc);
     a.put(" during ");
     a.put(current_call_name());
-    report_callback(Rule::CallbackError, "delete callback", name, key, tail, fn);
+    report_callback(Rule::CallbackError, "delete callback", key, tail, fn);
   }
   return rc;
 }
@@ -301,7 +305,7 @@ class RuntimeInvoker final : public CallbackInvoker {
                             reinterpret_cast<void*>(static_cast<std::uintptr_t>(c.value_in)), out, flag, rec);
     if (*flag == kFlagUnset) {
       if (rc == MPI_SUCCESS)
-        report_callback(Rule::CallbackBadFlag, "copy callback", rec ? rec->copy_name : nullptr, c.keyval,
+        report_callback(Rule::CallbackBadFlag, "copy callback", c.keyval,
                         " returned without setting *flag (treated as 0: not copied)", c.fn);
       *flag = 0;
     }
@@ -317,16 +321,19 @@ class RuntimeInvoker final : public CallbackInvoker {
 
 // ---- exit paths --------------------------------------------------------------------------------
 
-constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+// Fatal signals, and the ones a launcher sends to stop a rank (mpirun sends SIGTERM to the
+// other ranks after MPI_Abort): either way the report is written first.
+constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTERM, SIGINT, SIGHUP, SIGQUIT};
 struct sigaction g_previous[sizeof kFatalSignals / sizeof kFatalSignals[0]];
 
 void on_fatal_signal(int sig, siginfo_t* info, void* context) {
   Runtime& r = state();
-  if (t_cb_depth > 0) {
+  const bool fault = sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGABRT;
+  if (fault && t_cb_depth > 0) {
     char detail[320];
     Appender a{detail, sizeof detail};
     a.put(t_cb_is_copy ? "copy callback " : "delete callback ");
-    a.put(t_cb_name && *t_cb_name ? t_cb_name : "(unnamed)");
+    a.hex(reinterpret_cast<std::uintptr_t>(t_cb_fn));  // dladdr is not async-signal-safe
     a.put(" of keyval ");
     a.num(t_cb_keyval);
     a.put(" received signal ");
@@ -336,7 +343,7 @@ void on_fatal_signal(int sig, siginfo_t* info, void* context) {
     FindingInput in;
     in.rule = Rule::CallbackCrash;
     in.call = t_cb_call ? t_cb_call : "?";
-    in.site_symbol = t_cb_name;
+    in.site = t_cb_fn;
     in.has_keyval = true;
     in.keyval = t_cb_keyval;
     in.detail = detail;
@@ -499,6 +506,14 @@ const PredefinedKey kPredefinedKeys[] = {
 }  // namespace
 
 bool is_predefined_key(int key) noexcept {
+  // Open MPI numbers them 0..11: one bit test on the hot path; other libraries scan the table.
+  static const std::uint64_t small = [] {
+    std::uint64_t bits = 0;
+    for (const PredefinedKey& p : kPredefinedKeys)
+      if (p.id >= 0 && p.id < 64) bits |= std::uint64_t{1} << p.id;
+    return bits;
+  }();
+  if (key >= 0 && key < 64) return (small >> key) & 1;
   for (const PredefinedKey& p : kPredefinedKeys)
     if (p.id == key) return true;
   return false;
@@ -586,6 +601,9 @@ void ReplayScope::finish() {
   if (replay_.lenient) return;
   for (const Observation& o : replay_.seen) {
     if (o.used) continue;
+    // A delete callback for an object the model does not hold: an object the library made
+    // internally, or a deletion it deferred past the free (reported there). Not a new finding.
+    if (!o.copy && !live_object(o.kind, o.object)) continue;
     char d[200];
     Appender a{d, sizeof d};
     a.put(o.copy ? "ran a copy callback" : "ran a delete callback");
@@ -598,6 +616,25 @@ void ReplayScope::finish() {
 }
 
 // ---- findings and errors ------------------------------------------------------------------------
+
+bool live_object(ObjectKind kind, Handle h) noexcept {
+  ObjectInfo info{};
+  return state().engine->object_info(kind, h, &info);
+}
+
+bool library_attr(ObjectKind kind, Handle h, int key, std::uint64_t* value) noexcept {
+  void* v = nullptr;
+  int flag = 0;
+  int rc;
+  switch (kind) {
+    case ObjectKind::Comm: rc = PMPI_Comm_get_attr(from_handle<MPI_Comm>(h), key, &v, &flag); break;
+    case ObjectKind::Type: rc = PMPI_Type_get_attr(from_handle<MPI_Datatype>(h), key, &v, &flag); break;
+    default: rc = PMPI_Win_get_attr(from_handle<MPI_Win>(h), key, &v, &flag); break;
+  }
+  if (rc != MPI_SUCCESS || !flag) return false;
+  if (value) *value = reinterpret_cast<std::uintptr_t>(v);
+  return true;
+}
 
 const char* kind_noun(ObjectKind kind) noexcept {
   switch (kind) {
@@ -716,14 +753,6 @@ int error_code(Result r, ObjectKind kind) noexcept {
 }
 
 namespace {
-// Whether the engine knows `h` as a live object (so its error handler may be asked for).
-bool live_object(ObjectKind kind, Handle h) {
-  int flag = 0;
-  void* v = nullptr;
-  const Status s = state().engine->get_attr(kind, h, MPI_KEYVAL_INVALID, Binding::C, &v, &flag).status;
-  return s != Status::ObjectUnknown && s != Status::ObjectNull;
-}
-
 // Calls the error handler of the object, or of MPI_COMM_WORLD for calls without a live
 // communicator or window (keyval calls, datatypes). `only_user`: skip the predefined handlers.
 void call_errhandler(ObjectKind kind, Handle h, int code, bool only_user) {

@@ -21,7 +21,8 @@ enum class OnError : std::uint8_t { Report, Errhandler, Abort };
 enum class Phase : int { BeforeInit = 0, Running = 1, Finalizing = 2, Finalized = 3 };
 
 // What the tool knows about a user keyval: its callbacks, for the trampolines and for naming
-// callbacks in findings. One per engine keyval slot; reused with the slot.
+// callbacks in findings (named lazily, only when a finding needs it: dladdr is slow).
+// One per engine keyval slot; reused with the slot.
 struct KeyRecord {
   std::atomic<int> engine_id{0};
   int user_id = 0;  // what the user holds (the library's id in shadow mode)
@@ -29,8 +30,6 @@ struct KeyRecord {
   void* copy_fn = nullptr;  // the user's functions (nullptr: predefined action)
   void* delete_fn = nullptr;
   void* extra_state = nullptr;
-  char copy_name[96] = {};
-  char delete_name[96] = {};
 };
 
 // A callback the library (shadow) or the engine (emulate) ran, as the trampoline saw it.
@@ -104,6 +103,9 @@ bool is_predefined_key(int key) noexcept;
 bool adopt(ObjectKind kind, Handle h);
 void note_freed(ObjectKind kind, Handle h);
 void note_created(ObjectKind kind, Handle h);
+bool live_object(ObjectKind kind, Handle h) noexcept;
+// Asks the library (PMPI) whether `h` carries attribute `key` (the user's keyval number).
+bool library_attr(ObjectKind kind, Handle h, int key, std::uint64_t* value) noexcept;
 
 // Callback plumbing.
 void* trampoline_copy(ObjectKind kind) noexcept;

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The MPI microbenchmark, natively and under each attrcheck mode, in one run; prints ns/op and
+# the ratio to native for each. Rounds alternate the configurations so that machine noise hits
+# all of them alike; each cell is the best of its rounds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${BUILD_DIR:-build}
+rounds=${ROUNDS:-3}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+bench=$build/bench/mpi_attr_bench
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+configs=(native off shadow emulate)
+for ((r = 0; r < rounds; r++)); do
+  for c in "${configs[@]}"; do
+    if [ "$c" = native ]; then
+      mpirun -np 1 "$bench" "${SCALE:-1}" >>"$out/$c"
+    else
+      "$build/bin/attrcheck" --mode "$c" --output "$out/reports-$c" --fail-on never -- \
+        mpirun -np 1 "$bench" "${SCALE:-1}" >>"$out/$c" 2>/dev/null
+    fi
+  done
+done
+python3 - "$out" "${configs[@]}" <<'PY'
+import sys, collections
+out, configs = sys.argv[1], sys.argv[2:]
+best = collections.OrderedDict()
+for c in configs:
+    for line in open(f"{out}/{c}"):
+        parts = line.split()
+        if len(parts) >= 4 and parts[0] == "op":
+            name = " ".join(parts[1:-2]); ns = float(parts[-1])
+            best.setdefault(name, {})
+            best[name][c] = min(ns, best[name].get(c, ns))
+print(f"{'operation':22} " + " ".join(f"{c + ' ns':>12}" for c in configs) + "  " +
+      " ".join(f"{c + '/native':>15}" for c in configs[1:]))
+for name, row in best.items():
+    print(f"{name:22} " + " ".join(f"{row.get(c, float('nan')):12.1f}" for c in configs) + "  " +
+          " ".join(f"{row.get(c, float('nan')) / row['native']:15.2f}" for c in configs[1:]))
+PY

@@ -1,0 +1,32 @@
+// attrcheck-test: np=2 modes=shadow,emulate
+// expect: keyval.double-free
+// clean
+// exit: nonzero
+/* The report is written when the program exits without MPI_Finalize: an erroneous call (a keyval
+ * freed twice), then exit(0) on every rank. Open MPI's mpirun treats a process that exits without
+ * calling MPI_Finalize as an abnormal termination and itself exits with status 1, although each
+ * process returned 0, hence "exit: nonzero". */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+
+  int key;
+  MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &key, NULL);
+  MPI_Comm_set_attr(MPI_COMM_SELF, key, (void*)1);
+  int saved = key;
+  MPI_Comm_free_keyval(&key);
+  MPI_Comm_free_keyval(&saved); /* BUG: double free */
+
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) {
+    printf("exit_no_finalize: exiting without MPI_Finalize\n");
+    fflush(stdout);
+  }
+  exit(0);
+}

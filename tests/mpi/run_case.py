@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Runs one MPI test case under the attrcheck launcher and checks the merged report.
+
+A case is a C/C++ program whose first comment lines say what must happen:
+  // attrcheck-test: np=2 modes=shadow,emulate
+  // expect: keyval.double-free keyval.leak     rules that must be reported
+  // clean                                       no error or warning besides the expected rules
+  // exit: 0 | nonzero | signal                  how the program must end (default 0)
+  // native: same-stdout                         stdout must equal a native run's
+
+usage: run_case.py --launcher BIN --exe PROGRAM --source CASE.c --mode MODE --workdir DIR
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "reports"))
+import attrcheck_report as reports  # noqa: E402
+
+ENV = {
+    "OMPI_ALLOW_RUN_AS_ROOT": "1",
+    "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+    "OMPI_MCA_rmaps_base_oversubscribe": "1",
+    "OMPI_MCA_osc": "^ucx",  # the default one-sided component cannot create windows here
+}
+TIMEOUT = 120
+
+
+def header(source):
+    spec = {"np": 2, "modes": ["shadow", "emulate"], "expect": [], "clean": False, "exit": "0", "native": None}
+    with open(source) as f:
+        for line in f:
+            line = line.strip()
+            if not line.startswith("//"):
+                break
+            body = line[2:].strip()
+            if body.startswith("attrcheck-test:"):
+                for item in body.split(":", 1)[1].split():
+                    key, _, value = item.partition("=")
+                    if key == "np":
+                        spec["np"] = int(value)
+                    elif key == "modes":
+                        spec["modes"] = value.split(",")
+            elif body.startswith("expect:"):
+                spec["expect"] = body.split(":", 1)[1].split()
+            elif body == "clean":
+                spec["clean"] = True
+            elif body.startswith("exit:"):
+                spec["exit"] = body.split(":", 1)[1].strip()
+            elif body.startswith("native:"):
+                spec["native"] = body.split(":", 1)[1].strip()
+    return spec
+
+
+def exit_ok(expected, status):
+    if expected == "0":
+        return status == 0
+    if expected == "nonzero":
+        return status != 0
+    if expected == "signal":
+        return status != 0  # mpirun turns a rank's signal into a non-zero status
+    return str(status) == expected
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    for a in ("--launcher", "--exe", "--source", "--mode", "--workdir"):
+        ap.add_argument(a, required=True)
+    a = ap.parse_args()
+    spec = header(a.source)
+    env = dict(os.environ, **ENV)
+    shutil.rmtree(a.workdir, ignore_errors=True)
+    os.makedirs(a.workdir)
+    out = os.path.join(a.workdir, "out")
+    mpirun = ["mpirun", "-np", str(spec["np"]), a.exe]
+    cmd = [a.launcher, "--mode", a.mode, "--output", out, "--fail-on", "never", "--"] + mpirun
+    proc = subprocess.run(cmd, env=env, cwd=a.workdir, capture_output=True, text=True, timeout=TIMEOUT)
+    failures = []
+    print("$ " + " ".join(cmd))
+    print(proc.stdout)
+    print(proc.stderr, file=sys.stderr)
+    if not exit_ok(spec["exit"], proc.returncode):
+        failures.append(f"exit status {proc.returncode}, expected {spec['exit']}")
+
+    # Every per-rank report must parse (a crashed rank too), and the merged one must exist.
+    for path in reports.rank_files(out):
+        try:
+            reports.load(path)
+        except reports.ReportError as e:
+            failures.append(str(e))
+    try:
+        merged = reports.load(os.path.join(out, "report.json"))
+    except reports.ReportError as e:
+        failures.append(str(e))
+        merged = {"findings": [], "ranks": []}
+    rules = {f["rule"] for f in merged["findings"]}
+    for rule in spec["expect"]:
+        if rule not in rules:
+            failures.append(f"expected rule {rule} not reported (got: {sorted(rules) or 'nothing'})")
+    if spec["clean"]:
+        for f in merged["findings"]:
+            if f["severity"] in ("error", "warning") and f["rule"] not in spec["expect"]:
+                failures.append(f"unexpected {f['severity']} {f['rule']}: {f['message']}")
+    if spec["exit"] == "signal" and not any(r.get("status") == "signal" for r in merged.get("ranks", [])):
+        failures.append("no rank report says it ended by a signal")
+
+    if spec["native"] == "same-stdout":
+        native = subprocess.run(mpirun, env=env, cwd=a.workdir, capture_output=True, text=True, timeout=TIMEOUT)
+        if native.returncode != 0:
+            failures.append(f"native run failed with {native.returncode}: {native.stderr[-500:]}")
+        if native.stdout != proc.stdout:
+            failures.append("stdout differs from the native run:\n--- native\n" + native.stdout +
+                            "--- under attrcheck\n" + proc.stdout)
+
+    if failures:
+        print(json.dumps(merged.get("findings", []), indent=1)[:4000], file=sys.stderr)
+        for f in failures:
+            print(f"FAIL: {f}", file=sys.stderr)
+        return 1
+    print(f"ok: {os.path.basename(a.source)} [{a.mode}]")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
