@@ -173,7 +173,7 @@ def generate(spec, declared):
             out.append("")
             continue
         params = fn["params"].strip() or "void"
-        out.append(f'extern "C" int {fn["name"]}({params}) {{')
+        out.append(f'extern "C" ATTRCHECK_EXPORT int {fn["name"]}({params}) {{')
         out.extend(body(fn))
         out.append("}")
         out.append("")

@@ -267,7 +267,7 @@ int on_set_attr(const Call& call, Handle h, int key, void* value, FnRef<int()> f
 }
 
 int on_get_attr(const Call& call, Handle h, int key, void* value_out, int* flag, FnRef<int()> forward) {
-  CallScope scope(call);
+  // No CallScope: a get runs no callback that would need to name it.
   int rc;
   if (!enter(call, &rc)) return rc;
   Runtime& r = state();

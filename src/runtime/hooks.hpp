@@ -11,6 +11,9 @@
 
 #include "attrcheck/engine.hpp"
 
+// The wrappers are the library's only exported symbols.
+#define ATTRCHECK_EXPORT __attribute__((visibility("default")))
+
 namespace attrcheck::rt {
 
 // A non-owning reference to a callable (the wrappers' PMPI-forwarding lambdas): no allocation.
@@ -46,7 +49,8 @@ struct Call {
 enum class Op { CreateKeyval, FreeKeyval, SetAttr, GetAttr, DeleteAttr, Dup, Construct, Free, Init, Finalize, Abort };
 
 // False when the call should go straight to PMPI (mode=off).
-bool active(Op op) noexcept;
+extern bool g_off;  // set once, before any wrapper can run (the configuration is read at load)
+inline bool active(Op) noexcept { return !g_off; }
 
 template <typename T>
 inline Handle handle(T h) noexcept {

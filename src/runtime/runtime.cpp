@@ -54,6 +54,9 @@ const char* on_error_name(OnError o) {
 }
 
 // ---- per-thread callback context ------------------------------------------------------------
+}  // namespace
+thread_local int t_cb_depth = 0;
+namespace {
 
 struct CbFrame {
   ObjectKind kind;
@@ -62,7 +65,6 @@ struct CbFrame {
 };
 constexpr int kMaxCbDepth = 32;
 thread_local CbFrame t_cb[kMaxCbDepth];
-thread_local int t_cb_depth = 0;
 thread_local Replay* t_replay = nullptr;
 // What the innermost callback on this thread is, for a crash report (plain data).
 thread_local const void* t_cb_fn = nullptr;
@@ -407,7 +409,10 @@ bool prepare_report(Runtime& r, const char* name) {
 
 // ---- state ------------------------------------------------------------------------------------
 
-Runtime& state() noexcept {
+std::atomic<Runtime*> g_runtime{nullptr};
+bool g_off = false;
+
+Runtime& create_state() noexcept {
   // Never destroyed: it must outlive atexit handlers and late callbacks.
   static Runtime* r = [] {
     auto* rt = new Runtime;
@@ -426,12 +431,19 @@ Runtime& state() noexcept {
     config.null_handle[static_cast<int>(ObjectKind::Win)] = handle(MPI_WIN_NULL);
     config.invoker = new RuntimeInvoker;
     rt->engine = new Engine(config);
+    g_off = rt->mode == Mode::Off;
+    g_shadow = rt->mode == Mode::Shadow;
     return rt;
   }();
+  g_runtime.store(r, std::memory_order_release);
   return *r;
 }
 
-bool active(Op) noexcept { return state().mode != Mode::Off; }
+namespace {
+// Read the configuration when the library is loaded, before main and before any wrapper runs.
+__attribute__((constructor)) void load_configuration() { create_state(); }
+}  // namespace
+
 
 // ---- keyvals ----------------------------------------------------------------------------------
 
@@ -459,9 +471,11 @@ KeyRecord* new_record(int engine_id) {
   return rec;
 }
 
-int to_engine_key(int user_key) noexcept {
+bool g_shadow = false;
+
+int to_engine_key_shadow(int user_key) noexcept {
   Runtime& r = state();
-  if (r.mode != Mode::Shadow || user_key == MPI_KEYVAL_INVALID || is_predefined_key(user_key)) return user_key;
+  if (user_key == MPI_KEYVAL_INVALID || is_predefined_key(user_key)) return user_key;
   int id = 0;
   if (user_key >= 0 && user_key < Runtime::kSmallKeys) {
     id = r.small_keys[user_key].load(std::memory_order_acquire);
@@ -489,7 +503,7 @@ struct PredefinedKey {
   ObjectKind kind;
   const char* name;
 };
-const PredefinedKey kPredefinedKeys[] = {
+constexpr PredefinedKey kPredefinedKeys[] = {
     {MPI_TAG_UB, ObjectKind::Comm, "MPI_TAG_UB"},
     {MPI_HOST, ObjectKind::Comm, "MPI_HOST"},
     {MPI_IO, ObjectKind::Comm, "MPI_IO"},
@@ -505,15 +519,22 @@ const PredefinedKey kPredefinedKeys[] = {
 };
 }  // namespace
 
-bool is_predefined_key(int key) noexcept {
-  // Open MPI numbers them 0..11: one bit test on the hot path; other libraries scan the table.
-  static const std::uint64_t small = [] {
-    std::uint64_t bits = 0;
-    for (const PredefinedKey& p : kPredefinedKeys)
-      if (p.id >= 0 && p.id < 64) bits |= std::uint64_t{1} << p.id;
-    return bits;
-  }();
-  if (key >= 0 && key < 64) return (small >> key) & 1;
+// Open MPI numbers them 0..11: one bit test on the hot path; other libraries scan the table.
+constexpr std::uint64_t predefined_bits() {
+  std::uint64_t bits = 0;
+  for (const PredefinedKey& p : kPredefinedKeys)
+    if (p.id >= 0 && p.id < 64) bits |= std::uint64_t{1} << p.id;
+  return bits;
+}
+constexpr bool predefined_outside_bits() {
+  for (const PredefinedKey& p : kPredefinedKeys)
+    if (p.id < 0 || p.id >= 64) return true;
+  return false;
+}
+const std::uint64_t g_predefined_small = predefined_bits();
+const bool g_predefined_large = predefined_outside_bits();
+
+bool is_predefined_key_slow(int key) noexcept {
   for (const PredefinedKey& p : kPredefinedKeys)
     if (p.id == key) return true;
   return false;
@@ -570,14 +591,14 @@ void* trampoline_delete(ObjectKind kind) noexcept {
   return nullptr;
 }
 
-bool in_callback_for(ObjectKind kind, Handle h) noexcept {
+bool in_callback_for_slow(ObjectKind kind, Handle h) noexcept {
   const int n = t_cb_depth < kMaxCbDepth ? t_cb_depth : kMaxCbDepth;
   for (int i = 0; i < n; ++i)
     if (t_cb[i].kind == kind && t_cb[i].object == h) return true;
   return false;
 }
 
-bool in_teardown_callback() noexcept {
+bool in_teardown_callback_slow() noexcept {
   const int n = t_cb_depth < kMaxCbDepth ? t_cb_depth : kMaxCbDepth;
   for (int i = 0; i < n; ++i)
     if (t_cb[i].teardown) return true;

@@ -89,14 +89,30 @@ struct Runtime {
   Handle world = 0, self = 0;
 };
 
-Runtime& state() noexcept;
+// The runtime, created on first use (the configuration is read then).
+extern std::atomic<Runtime*> g_runtime;
+Runtime& create_state() noexcept;
+inline Runtime& state() noexcept {
+  Runtime* r = g_runtime.load(std::memory_order_acquire);
+  return r ? *r : create_state();
+}
 
 // Keyvals.
 KeyRecord* record_for(int engine_id) noexcept;            // nullptr if none
 KeyRecord* new_record(int engine_id);
-int to_engine_key(int user_key) noexcept;                 // shadow: map; emulate: identity
+int to_engine_key_shadow(int user_key) noexcept;
+extern bool g_shadow;
+inline int to_engine_key(int user_key) noexcept {  // shadow: the library's id mapped; emulate: identity
+  return g_shadow ? to_engine_key_shadow(user_key) : user_key;
+}
 void map_key(int user_key, int engine_id) noexcept;
-bool is_predefined_key(int key) noexcept;
+bool is_predefined_key_slow(int key) noexcept;
+extern const std::uint64_t g_predefined_small;  // bit k: key k (0..63) is predefined
+extern const bool g_predefined_large;            // some predefined key is outside 0..63 (MPICH)
+inline bool is_predefined_key(int key) noexcept {
+  if (key >= 0 && key < 64) return (g_predefined_small >> key) & 1;
+  return g_predefined_large && is_predefined_key_slow(key);
+}
 
 // Objects: registers an unknown, non-null handle the tool never saw created (predefined
 // datatypes, objects MPI made internally). False if the handle was freed through the tool.
@@ -110,8 +126,16 @@ bool library_attr(ObjectKind kind, Handle h, int key, std::uint64_t* value) noex
 // Callback plumbing.
 void* trampoline_copy(ObjectKind kind) noexcept;
 void* trampoline_delete(ObjectKind kind) noexcept;
-bool in_callback_for(ObjectKind kind, Handle h) noexcept;  // on this thread
-bool in_teardown_callback() noexcept;                       // a callback of MPI_Finalize's teardown
+// Callbacks running on this thread (depth; per-frame detail in runtime.cpp).
+extern thread_local int t_cb_depth;
+bool in_callback_for_slow(ObjectKind kind, Handle h) noexcept;
+bool in_teardown_callback_slow() noexcept;
+inline bool in_callback_for(ObjectKind kind, Handle h) noexcept {  // on this thread
+  return t_cb_depth > 0 && in_callback_for_slow(kind, h);
+}
+inline bool in_teardown_callback() noexcept {  // a callback of MPI_Finalize's teardown
+  return t_cb_depth > 0 && in_teardown_callback_slow();
+}
 
 // Marks the intercepted call in progress on this thread (callbacks name it in findings).
 class CallScope {
