@@ -8,13 +8,21 @@
 
 namespace attrcheck {
 
-int capture_stack(void** frames, int max_depth, int skip) noexcept {
+// noinline: __builtin_return_address(0) must be the return address into our caller.
+__attribute__((noinline)) int capture_stack(void** frames, int max_depth, int skip) noexcept {
   if (!frames || max_depth <= 0) return 0;
   if (skip < 0) skip = 0;
-  void* buffer[kMaxStackDepth + 16];
-  const int want = std::min(max_depth + skip + 1, static_cast<int>(sizeof buffer / sizeof *buffer));
+  void* const caller = __builtin_return_address(0);
+  void* buffer[kMaxStackDepth + 24];
+  const int want = std::min(max_depth + skip + 8, static_cast<int>(sizeof buffer / sizeof *buffer));
   const int got = backtrace(buffer, want);
-  const int first = std::min(got, skip + 1);  // +1: this function's own frame
+  // Where our caller's frame starts is found, not assumed: a sanitizer's backtrace() interceptor
+  // or an inlined frame would shift it.
+  int first = -1;
+  for (int i = 0; i < got && i < 8 && first < 0; ++i)
+    if (buffer[i] == caller) first = i;
+  if (first < 0) first = std::min(got, 1);  // buffer[0] is this function's own frame
+  first = std::min(got, first + skip);
   const int n = std::min(got - first, max_depth);
   std::memcpy(frames, buffer + first, static_cast<std::size_t>(n) * sizeof(void*));
   return n;
@@ -58,7 +66,7 @@ Origin StackDepot::intern(void* const* frames, int depth) {
   return id;
 }
 
-Origin StackDepot::capture(int max_depth, int skip) {
+__attribute__((noinline)) Origin StackDepot::capture(int max_depth, int skip) {
   void* frames[kMaxStackDepth];
   const int n = capture_stack(frames, std::min(max_depth, kMaxStackDepth), skip + 1);
   return intern(frames, n);

@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""The attrcheck launcher as a user drives it: options, exit codes, both ways of launching,
+the --on-error policies, and how reports are written.
+
+usage: test_launcher.py BUILD_DIR   (needs build/bin/attrcheck, build/examples/demo and the
+                                     MPI test case binaries)
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+BUILD = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else os.path.abspath("build")
+LAUNCHER = os.path.join(BUILD, "bin", "attrcheck")
+DEMO = os.path.join(BUILD, "examples", "demo")
+CASES = os.path.join(BUILD, "tests", "mpi")
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_rmaps_base_oversubscribe="1")
+
+
+def run(args, **kw):
+    return subprocess.run(args, env=kw.pop("env", ENV), capture_output=True, text=True, timeout=120, **kw)
+
+
+class LauncherTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="attrcheck-test-")
+        self.out = os.path.join(self.dir, "out")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def merged(self):
+        with open(os.path.join(self.out, "report.json")) as f:
+            return json.load(f)
+
+    # --- options -------------------------------------------------------------------------------
+
+    def test_help_documents_every_option(self):
+        p = run([LAUNCHER, "--help"])
+        self.assertEqual(p.returncode, 0)
+        for option in ("--mode", "--output", "--on-error", "--fail-on", "shadow", "emulate", "off",
+                       "report", "errhandler", "abort", "exit status"):
+            self.assertIn(option, p.stdout)
+
+    def test_bad_option_values_are_clear_errors(self):
+        for args, words in ((["--mode", "fast"], "--mode must be one of shadow, emulate, off"),
+                            (["--fail-on", "sometimes"], "--fail-on must be one of"),
+                            (["--on-error=explode"], "--on-error must be one of"),
+                            (["--frobnicate"], "unknown option '--frobnicate'"),
+                            (["--mode"], "--mode needs a value"),
+                            ([], "no command given")):
+            p = run([LAUNCHER] + args + (["--", "true"] if args and args != ["--mode"] else []))
+            self.assertEqual(p.returncode, 2, args)
+            self.assertIn(words, p.stderr, args)
+
+    def test_missing_command_is_an_error(self):
+        p = run([LAUNCHER, "--", "/nonexistent/program"])
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("cannot run /nonexistent/program", p.stderr)
+
+    # --- outside mpirun: attrcheck -- mpirun ... ------------------------------------------------
+
+    def test_outer_launch_merges_ranks_and_gates_on_errors(self):
+        p = run([LAUNCHER, "--output", self.out, "--", "mpirun", "-np", "2", DEMO])
+        self.assertEqual(p.returncode, 1, p.stderr)  # the demo has errors; the demo itself exits 0
+        report = self.merged()
+        self.assertEqual(report["schema"], "attrcheck.report")
+        self.assertEqual(sorted(r["rank"] for r in report["ranks"]), [0, 1])
+        rules = {f["rule"]: f for f in report["findings"]}
+        self.assertEqual(rules["keyval.double-free"]["ranks"], [0, 1])
+        self.assertEqual(rules["keyval.double-free"]["count"], 2)
+        self.assertIn("keyval.double-free", p.stderr)  # the summary table
+        self.assertEqual(report["exit_code"], 0)
+
+    def test_fail_on_threshold(self):
+        self.assertEqual(run([LAUNCHER, "--output", self.out, "--fail-on", "never", "--",
+                              "mpirun", "-np", "1", DEMO]).returncode, 0)
+        # A clean program passes even at --fail-on info.
+        clean = os.path.join(CASES, "case_hdf5_pattern")
+        self.assertEqual(run([LAUNCHER, "--output", self.out, "--fail-on", "info", "--",
+                              "mpirun", "-np", "1", clean]).returncode, 0)
+
+    def test_the_commands_failure_is_its_exit_status(self):
+        p = run([LAUNCHER, "--output", self.out, "--fail-on", "never", "--",
+                 "mpirun", "-np", "2", os.path.join(CASES, "case_abort")])
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("the command failed with exit status", p.stderr)
+        self.assertIn("aborted", {r["status"] for r in self.merged()["ranks"]})
+
+    def test_stale_reports_of_an_earlier_run_are_not_merged(self):
+        run([LAUNCHER, "--output", self.out, "--", "mpirun", "-np", "2", DEMO])
+        run([LAUNCHER, "--output", self.out, "--", "mpirun", "-np", "1", DEMO])
+        self.assertEqual([r["rank"] for r in self.merged()["ranks"]], [0])
+
+    # --- inside mpirun: mpirun ... attrcheck -- app ---------------------------------------------
+
+    def test_inner_launch_preloads_each_rank_itself(self):
+        p = run(["mpirun", "-np", "2", LAUNCHER, "--output", self.out, "--fail-on", "never", "--", DEMO])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        report = self.merged()
+        self.assertEqual(sorted(r["rank"] for r in report["ranks"]), [0, 1])
+        self.assertIn("keyval.double-free", {f["rule"] for f in report["findings"]})
+        self.assertEqual(p.stderr.count("rank report(s)"), 1, "the merged summary is printed once")
+
+    # --- modes and --on-error -------------------------------------------------------------------
+
+    def test_off_mode_is_pass_through(self):
+        p = run([LAUNCHER, "--mode", "off", "--output", self.out, "--", "mpirun", "-np", "1", DEMO])
+        self.assertEqual(p.returncode, 0)
+        self.assertEqual(self.merged()["findings"], [])
+
+    def test_on_error_abort_reports_then_aborts(self):
+        p = run([LAUNCHER, "--on-error", "abort", "--output", self.out, "--",
+                 "mpirun", "-np", "1", DEMO])
+        self.assertNotEqual(p.returncode, 0)
+        self.assertNotIn("demo: done", p.stdout)  # the first error stopped the program
+        report = self.merged()
+        self.assertEqual(report["ranks"][0]["status"], "aborted")
+        self.assertEqual(report["findings"][0]["rule"], "keyval.kind-mismatch")
+
+    def test_on_error_errhandler_runs_the_fatal_handler_after_the_report(self):
+        p = run([LAUNCHER, "--on-error", "errhandler", "--output", self.out, "--",
+                 "mpirun", "-np", "1", DEMO])
+        self.assertNotEqual(p.returncode, 0)  # MPI_ERRORS_ARE_FATAL on MPI_COMM_WORLD
+        self.assertNotIn("demo: done", p.stdout)
+        self.assertIn("keyval.kind-mismatch", {f["rule"] for f in self.merged()["findings"]})
+
+    # --- report files ---------------------------------------------------------------------------
+
+    def test_report_write_replaces_a_symlink_without_following_it(self):
+        os.makedirs(self.out)
+        victim = os.path.join(self.dir, "victim")
+        with open(victim, "w") as f:
+            f.write("precious")
+        # Planted at the rank report's name (after the launcher's clean-up: run the app directly).
+        os.symlink(victim, os.path.join(self.out, "rank-0.json"))
+        env = dict(ENV, LD_PRELOAD=os.path.join(BUILD, "lib", "libattrcheck.so"), ATTRCHECK_OUTPUT=self.out)
+        run(["mpirun", "-np", "1", DEMO], env=env)
+        with open(victim) as f:
+            self.assertEqual(f.read(), "precious")
+        path = os.path.join(self.out, "rank-0.json")
+        self.assertFalse(os.path.islink(path))
+        with open(path) as f:
+            self.assertEqual(json.load(f)["run"]["status"], "finalized")
+
+    def test_bad_environment_value_is_reported_and_defaulted(self):
+        env = dict(ENV, LD_PRELOAD=os.path.join(BUILD, "lib", "libattrcheck.so"), ATTRCHECK_OUTPUT=self.out,
+                   ATTRCHECK_MODE="sideways")
+        p = run(["mpirun", "-np", "1", DEMO], env=env)
+        self.assertEqual(p.returncode, 0)
+        self.assertIn("ATTRCHECK_MODE='sideways' is not valid (expected shadow, emulate, off)", p.stderr)
+        with open(os.path.join(self.out, "rank-0.json")) as f:
+            self.assertEqual(json.load(f)["run"]["mode"], "shadow")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
