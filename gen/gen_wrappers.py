@@ -92,16 +92,19 @@ def body(fn):
         ctype = next(t for t, n in params if n == c).rsplit(c, 1)[0].strip()
         dtype = next(t for t, n in params if n == d).rsplit(d, 1)[0].strip()
         lines.append(
-            f"  return rt::on_create_keyval(call, reinterpret_cast<void*>({c}), reinterpret_cast<void*>({d}), {kv}, {ex},\n"
-            f"      [&](void* copy_, void* delete_, void* extra_) {{\n"
-            f"        return P{name}(reinterpret_cast<{ctype}>(copy_), reinterpret_cast<{dtype}>(delete_), {kv}, extra_);\n"
+            f"  return rt::on_create_keyval(call, reinterpret_cast<void*>({c}), reinterpret_cast<void*>({d}), {kv},\n"
+            f"      reinterpret_cast<std::uintptr_t>({ex}),\n"
+            f"      [&](void* copy_, void* delete_, std::uint64_t extra_) {{\n"
+            f"        return P{name}(reinterpret_cast<{ctype}>(copy_), reinterpret_cast<{dtype}>(delete_), {kv},\n"
+            f"                       reinterpret_cast<void*>(static_cast<std::uintptr_t>(extra_)));\n"
             f"      }});")
     elif op == "free_keyval":
         kv = require(fn, "keyval_inout")
         lines.append(f"  return rt::on_free_keyval(call, {kv}, [&]() {{ return {pmpi}; }});")
     elif op == "set_attr":
         o, kv, v = require(fn, "object"), require(fn, "keyval"), require(fn, "value")
-        lines.append(f"  return rt::on_set_attr(call, rt::handle({o}), {kv}, {v}, [&]() {{ return {pmpi}; }});")
+        lines.append(f"  return rt::on_set_attr(call, rt::handle({o}), {kv}, reinterpret_cast<std::uintptr_t>({v}),\n"
+                     f"                         [&]() {{ return {pmpi}; }});")
     elif op == "get_attr":
         o, kv = require(fn, "object"), require(fn, "keyval")
         v, f = require(fn, "value_out"), require(fn, "flag_out")
@@ -153,6 +156,89 @@ def body(fn):
     return lines
 
 
+F2C = {"comm": "PMPI_Comm_f2c", "type": "PMPI_Type_f2c", "win": "PMPI_Win_f2c"}
+C2F = {"comm": "PMPI_Comm_c2f", "type": "PMPI_Type_c2f", "win": "PMPI_Win_c2f"}
+BINDINGS = {"aint": "attrcheck::Binding::FortranAint", "int": "attrcheck::Binding::FortranInt"}
+
+
+def fortran_body(fn):
+    """A Fortran entry point: everything by reference, the error code in ierr."""
+    name, op, kind, sym = fn["name"], fn["op"], fn.get("kind"), fn["symbol"]
+    params = parse_params(fn["params"], name)
+    if fn.get("binding") not in BINDINGS:
+        raise SpecError(f"{sym}: binding must be 'aint' or 'int'")
+    types = ", ".join(decl.rsplit(n, 1)[0].strip() for decl, n in params)
+    args = ", ".join(n for _, n in params)
+    ierr = require(fn, "ierr")
+    k = f"attrcheck::ObjectKind::{KINDS[kind]}" if kind else "attrcheck::ObjectKind::Comm"
+    repl = f'"{fn["deprecated"]}"' if fn.get("deprecated") else "nullptr"
+    lines = [
+        f'  static const rt::Api api{{"{name}", {k}, {repl}, {BINDINGS[fn["binding"]]}}};',
+        f'  static const auto pmpi = reinterpret_cast<void (*)({types})>(rt::fortran_pmpi("p{sym}"));',
+        f"  if (!pmpi) {{ *{ierr} = MPI_ERR_INTERN; return; }}",
+        f"  if (!rt::active(rt::Op::{op_enum(op)})) {{ pmpi({args}); return; }}",
+        "  const rt::Call call{&api, __builtin_return_address(0)};",
+    ]
+    fwd = f"[&]() {{ pmpi({args}); return static_cast<int>(*{ierr}); }}"
+
+    def obj(p):
+        return f"rt::handle({F2C[kind]}(*{p}))"
+
+    if op == "create_keyval":
+        c, d = require(fn, "copy_fn"), require(fn, "delete_fn")
+        kv, ex = require(fn, "keyval_out"), require(fn, "extra_state")
+        ex_type = next(decl for decl, n in params if n == ex).rsplit(ex, 1)[0].replace("*", "").strip()
+        lines.append(
+            f"  *{ierr} = rt::on_create_keyval(call, {c}, {d}, {kv}, static_cast<std::uint64_t>(static_cast<std::int64_t>(*{ex})),\n"
+            f"      [&](void* copy_, void* delete_, std::uint64_t extra_) {{\n"
+            f"        {ex_type} e_ = static_cast<{ex_type}>(extra_);\n"
+            f"        pmpi(copy_, delete_, {kv}, &e_, {ierr});\n"
+            f"        return static_cast<int>(*{ierr});\n"
+            f"      }});")
+    elif op == "free_keyval":
+        lines.append(f"  *{ierr} = rt::on_free_keyval(call, {require(fn, 'keyval_inout')}, {fwd});")
+    elif op == "set_attr":
+        o, kv, v = require(fn, "object"), require(fn, "keyval"), require(fn, "value")
+        lines.append(f"  *{ierr} = rt::on_set_attr(call, {obj(o)}, *{kv},\n"
+                     f"      static_cast<std::uint64_t>(static_cast<std::int64_t>(*{v})), {fwd});")
+    elif op == "get_attr":
+        o, kv = require(fn, "object"), require(fn, "keyval")
+        v, fl = require(fn, "value_out"), require(fn, "flag_out")
+        lines.append(f"  *{ierr} = rt::on_get_attr(call, {obj(o)}, *{kv}, {v}, {fl}, {fwd});")
+    elif op == "delete_attr":
+        o, kv = require(fn, "object"), require(fn, "keyval")
+        lines.append(f"  *{ierr} = rt::on_delete_attr(call, {obj(o)}, *{kv}, {fwd});")
+    elif op == "dup":
+        o, out = require(fn, "object"), require(fn, "object_out")
+        ctype = {"comm": "MPI_Comm", "type": "MPI_Datatype", "win": "MPI_Win"}[kind]
+        lines.append(
+            f"  *{ierr} = rt::on_dup(call, {obj(o)},\n"
+            f"      [&](attrcheck::Handle* new_) {{\n"
+            f"        pmpi({args});\n"
+            f"        if (*{ierr} == MPI_SUCCESS) *new_ = {obj(out)};\n"
+            f"        return static_cast<int>(*{ierr});\n"
+            f"      }},\n"
+            f"      [&]() {{ {ctype} c_ = {F2C[kind]}(*{out}); {FREE_FN[kind]}(&c_); *{out} = {C2F[kind]}({NULL_HANDLE[kind]}); }});")
+    elif op == "free":
+        lines.append(f"  *{ierr} = rt::on_free(call, {obj(require(fn, 'object_inout'))}, {fwd});")
+    elif op == "init":
+        prov = role_param(fn, "provided_out")
+        set_prov = f"*provided_ = *{ierr} == MPI_SUCCESS ? *{prov} : MPI_THREAD_SINGLE;" if prov \
+            else "*provided_ = MPI_THREAD_SINGLE;"
+        lines.append(f"  *{ierr} = rt::on_init(call, MPI_THREAD_SINGLE, [&](int* provided_) {{\n"
+                     f"    pmpi({args});\n"
+                     f"    {set_prov}\n"
+                     f"    return static_cast<int>(*{ierr});\n"
+                     f"  }});")
+    elif op == "finalize":
+        lines.append(f"  *{ierr} = rt::on_finalize(call, {fwd});")
+    elif op == "abort":
+        lines.append(f"  *{ierr} = rt::on_abort(call, rt::handle(PMPI_Comm_f2c(*comm)), *errorcode, {fwd});")
+    else:
+        raise SpecError(f"{sym}: op {op} has no Fortran form")
+    return lines
+
+
 def op_enum(op):
     return "".join(part.capitalize() for part in op.split("_"))
 
@@ -175,6 +261,21 @@ def generate(spec, declared):
         params = fn["params"].strip() or "void"
         out.append(f'extern "C" ATTRCHECK_EXPORT int {fn["name"]}({params}) {{')
         out.extend(body(fn))
+        out.append("}")
+        out.append("")
+        count += 1
+    out.append("// ---- Fortran (mpif.h / use mpi) entry points ----")
+    out.append("")
+    out.append("static_assert(sizeof(MPI_Fint) == sizeof(int), \"keyvals and flags are passed as int*\");")
+    out.append("")
+    for fn in spec.get("fortran", []):
+        for key in ("symbol", "name", "op", "params", "roles", "binding"):
+            if key not in fn:
+                raise SpecError(f"{fn.get('symbol', '?')}: missing '{key}'")
+        if fn["op"] not in ("init", "finalize", "abort") and fn.get("kind") not in KINDS:
+            raise SpecError(f"{fn['symbol']}: op {fn['op']} needs a kind")
+        out.append(f'extern "C" ATTRCHECK_EXPORT void {fn["symbol"]}({fn["params"]}) {{')
+        out.extend(fortran_body(fn))
         out.append("}")
         out.append("")
         count += 1

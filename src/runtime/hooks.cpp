@@ -7,6 +7,7 @@
 //            is asked only for predefined attributes and for creating / freeing the objects.
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 #include "runtime/runtime.hpp"
 
@@ -100,42 +101,51 @@ void result_divergence(const Call& call, int library_rc, Result model, int user_
   divergence(call, d, true, user_key);
 }
 
-// The predefined callbacks, by address (Open MPI makes each one a distinct function).
+// The predefined callbacks, by address: Open MPI makes each a distinct function, in C and in
+// Fortran (mpi_comm_dup_fn_ ...), so deprecated ones can be told apart.
 struct PredefinedFn {
-  const void* fn;
+  const void* fn;          // the C function
+  const char* fortran;     // the Fortran one's symbol
   bool copy;
-  int action;  // CopyAction / DeleteAction
+  int action;              // CopyAction / DeleteAction
   const char* name;
-  const char* replacement;  // deprecated ones: the MPI-2 name
+  const char* deprecated;  // MPI-1 names: the kind-specific replacement is looked up below
 };
 
-const PredefinedFn* find_predefined_fn(const void* fn, ObjectKind kind) {
+const PredefinedFn* find_predefined_fn(const void* fn, ObjectKind kind, Binding lang) {
   static const char* const null_copy[] = {"MPI_COMM_NULL_COPY_FN", "MPI_TYPE_NULL_COPY_FN", "MPI_WIN_NULL_COPY_FN"};
   static const char* const dup[] = {"MPI_COMM_DUP_FN", "MPI_TYPE_DUP_FN", "MPI_WIN_DUP_FN"};
   static const char* const null_delete[] = {"MPI_COMM_NULL_DELETE_FN", "MPI_TYPE_NULL_DELETE_FN", "MPI_WIN_NULL_DELETE_FN"};
-  const int k = static_cast<int>(kind);
+  constexpr int kNullCopy = int(CopyAction::NullCopy), kDup = int(CopyAction::Dup);
+  constexpr int kNullDelete = int(DeleteAction::NullDelete);
   static const PredefinedFn table[] = {
-      {reinterpret_cast<const void*>(MPI_COMM_NULL_COPY_FN), true, int(CopyAction::NullCopy), "MPI_COMM_NULL_COPY_FN", nullptr},
-      {reinterpret_cast<const void*>(MPI_COMM_DUP_FN), true, int(CopyAction::Dup), "MPI_COMM_DUP_FN", nullptr},
-      {reinterpret_cast<const void*>(MPI_TYPE_NULL_COPY_FN), true, int(CopyAction::NullCopy), "MPI_TYPE_NULL_COPY_FN", nullptr},
-      {reinterpret_cast<const void*>(MPI_TYPE_DUP_FN), true, int(CopyAction::Dup), "MPI_TYPE_DUP_FN", nullptr},
-      {reinterpret_cast<const void*>(MPI_WIN_NULL_COPY_FN), true, int(CopyAction::NullCopy), "MPI_WIN_NULL_COPY_FN", nullptr},
-      {reinterpret_cast<const void*>(MPI_WIN_DUP_FN), true, int(CopyAction::Dup), "MPI_WIN_DUP_FN", nullptr},
-      {reinterpret_cast<const void*>(MPI_NULL_COPY_FN), true, int(CopyAction::NullCopy), "MPI_NULL_COPY_FN", "null copy"},
-      {reinterpret_cast<const void*>(MPI_DUP_FN), true, int(CopyAction::Dup), "MPI_DUP_FN", "dup"},
-      {reinterpret_cast<const void*>(MPI_COMM_NULL_DELETE_FN), false, int(DeleteAction::NullDelete), "MPI_COMM_NULL_DELETE_FN", nullptr},
-      {reinterpret_cast<const void*>(MPI_TYPE_NULL_DELETE_FN), false, int(DeleteAction::NullDelete), "MPI_TYPE_NULL_DELETE_FN", nullptr},
-      {reinterpret_cast<const void*>(MPI_WIN_NULL_DELETE_FN), false, int(DeleteAction::NullDelete), "MPI_WIN_NULL_DELETE_FN", nullptr},
-      {reinterpret_cast<const void*>(MPI_NULL_DELETE_FN), false, int(DeleteAction::NullDelete), "MPI_NULL_DELETE_FN", "null delete"},
+      {reinterpret_cast<const void*>(MPI_COMM_NULL_COPY_FN), "mpi_comm_null_copy_fn_", true, kNullCopy, "MPI_COMM_NULL_COPY_FN", nullptr},
+      {reinterpret_cast<const void*>(MPI_COMM_DUP_FN), "mpi_comm_dup_fn_", true, kDup, "MPI_COMM_DUP_FN", nullptr},
+      {reinterpret_cast<const void*>(MPI_TYPE_NULL_COPY_FN), "mpi_type_null_copy_fn_", true, kNullCopy, "MPI_TYPE_NULL_COPY_FN", nullptr},
+      {reinterpret_cast<const void*>(MPI_TYPE_DUP_FN), "mpi_type_dup_fn_", true, kDup, "MPI_TYPE_DUP_FN", nullptr},
+      {reinterpret_cast<const void*>(MPI_WIN_NULL_COPY_FN), "mpi_win_null_copy_fn_", true, kNullCopy, "MPI_WIN_NULL_COPY_FN", nullptr},
+      {reinterpret_cast<const void*>(MPI_WIN_DUP_FN), "mpi_win_dup_fn_", true, kDup, "MPI_WIN_DUP_FN", nullptr},
+      {reinterpret_cast<const void*>(MPI_NULL_COPY_FN), "mpi_null_copy_fn_", true, kNullCopy, "MPI_NULL_COPY_FN", "copy"},
+      {reinterpret_cast<const void*>(MPI_DUP_FN), "mpi_dup_fn_", true, kDup, "MPI_DUP_FN", "dup"},
+      {reinterpret_cast<const void*>(MPI_COMM_NULL_DELETE_FN), "mpi_comm_null_delete_fn_", false, kNullDelete, "MPI_COMM_NULL_DELETE_FN", nullptr},
+      {reinterpret_cast<const void*>(MPI_TYPE_NULL_DELETE_FN), "mpi_type_null_delete_fn_", false, kNullDelete, "MPI_TYPE_NULL_DELETE_FN", nullptr},
+      {reinterpret_cast<const void*>(MPI_WIN_NULL_DELETE_FN), "mpi_win_null_delete_fn_", false, kNullDelete, "MPI_WIN_NULL_DELETE_FN", nullptr},
+      {reinterpret_cast<const void*>(MPI_NULL_DELETE_FN), "mpi_null_delete_fn_", false, kNullDelete, "MPI_NULL_DELETE_FN", "delete"},
   };
-  // The deprecated ones name their replacement for this kind.
+  static const std::vector<const void*> fortran = [] {
+    std::vector<const void*> addresses;
+    for (const PredefinedFn& p : table) addresses.push_back(fortran_pmpi(p.fortran));
+    return addresses;
+  }();
   static thread_local PredefinedFn hit;
-  for (const PredefinedFn& p : table) {
-    if (p.fn != fn || !fn) continue;
+  if (!fn) return nullptr;
+  const int k = static_cast<int>(kind);
+  for (std::size_t i = 0; i < sizeof table / sizeof table[0]; ++i) {
+    const PredefinedFn& p = table[i];
+    if ((lang == Binding::C ? p.fn : fortran[i]) != fn) continue;
     hit = p;
-    if (p.replacement) {
-      hit.replacement = p.copy ? (p.action == int(CopyAction::Dup) ? dup[k] : null_copy[k]) : null_delete[k];
-    }
+    if (p.deprecated)  // the replacement for this object kind
+      hit.deprecated = p.copy ? (p.action == kDup ? dup[k] : null_copy[k]) : null_delete[k];
     return &hit;
   }
   return nullptr;
@@ -155,8 +165,8 @@ int on_null_arg(const Call& call, const char* param) {
 
 // ---- keyvals ----------------------------------------------------------------------------------
 
-int on_create_keyval(const Call& call, void* copy_fn, void* delete_fn, int* keyval, void* extra_state,
-                     FnRef<int(void*, void*, void*)> forward) {
+int on_create_keyval(const Call& call, void* copy_fn, void* delete_fn, int* keyval, std::uint64_t extra_state,
+                     FnRef<int(void*, void*, std::uint64_t)> forward) {
   CallScope scope(call);
   int rc;
   if (!enter(call, &rc)) return rc;
@@ -171,20 +181,20 @@ int on_create_keyval(const Call& call, void* copy_fn, void* delete_fn, int* keyv
   }
   KeyvalSpec spec;
   spec.kind = kind;
-  spec.extra_state = reinterpret_cast<std::uintptr_t>(extra_state);
-  spec.lang = Binding::C;
+  spec.extra_state = extra_state;
+  spec.lang = call.api->binding;
   spec.mpi1 = call.api->replacement != nullptr;
   spec.copy = {CopyAction::User, copy_fn, false};
   spec.del = {DeleteAction::User, delete_fn, false};
   for (void* fn : {copy_fn, delete_fn}) {
-    const PredefinedFn* p = find_predefined_fn(fn, kind);
+    const PredefinedFn* p = find_predefined_fn(fn, kind, call.api->binding);
     if (!p) continue;
-    if (p->copy && fn == copy_fn) spec.copy = {static_cast<CopyAction>(p->action), nullptr, p->replacement != nullptr};
-    if (!p->copy && fn == delete_fn) spec.del = {static_cast<DeleteAction>(p->action), nullptr, p->replacement != nullptr};
-    if (p->replacement) {
+    if (p->copy && fn == copy_fn) spec.copy = {static_cast<CopyAction>(p->action), nullptr, p->deprecated != nullptr};
+    if (!p->copy && fn == delete_fn) spec.del = {static_cast<DeleteAction>(p->action), nullptr, p->deprecated != nullptr};
+    if (p->deprecated) {
       FindingInput in = finding(Rule::DeprecatedConstant, call);
       in.detail = p->name;
-      in.replacement = p->replacement;
+      in.replacement = p->deprecated;
       report(in);
     }
   }
@@ -196,17 +206,24 @@ int on_create_keyval(const Call& call, void* copy_fn, void* delete_fn, int* keyv
   rec->copy_fn = spec.copy.action == CopyAction::User ? copy_fn : nullptr;
   rec->delete_fn = spec.del.action == DeleteAction::User ? delete_fn : nullptr;
   rec->extra_state = extra_state;
+  rec->lang = spec.lang;
+  rec->observed = spec.lang == Binding::C;  // Fortran callbacks go to the library unwrapped
   rec->user_id = engine_id;
   rec->engine_id.store(engine_id, std::memory_order_release);
   if (r.mode == Mode::Emulate) {
     *keyval = engine_id;
     return MPI_SUCCESS;
   }
-  // Shadow: the library gets trampolines for user callbacks (so every run is observed) and the
-  // record as extra_state; predefined callbacks go to it unchanged.
-  const bool user = rec->copy_fn || rec->delete_fn;
-  rc = forward(rec->copy_fn ? trampoline_copy(kind) : copy_fn, rec->delete_fn ? trampoline_delete(kind) : delete_fn,
-               user ? static_cast<void*>(rec) : extra_state);
+  // Shadow: the library gets trampolines for user C callbacks (so every run is observed) and the
+  // record as extra_state; predefined callbacks, and Fortran ones, go to it unchanged (the model
+  // then asks the library what they did).
+  const bool wrap = rec->observed && (rec->copy_fn || rec->delete_fn);
+  if (wrap) {
+    rc = forward(rec->copy_fn ? trampoline_copy(kind) : copy_fn, rec->delete_fn ? trampoline_delete(kind) : delete_fn,
+                 reinterpret_cast<std::uintptr_t>(rec));
+  } else {
+    rc = forward(copy_fn, delete_fn, extra_state);
+  }
   if (rc != MPI_SUCCESS) {
     int undo = engine_id;
     r.engine->free_keyval(kind, &undo);
@@ -238,7 +255,7 @@ int on_free_keyval(const Call& call, int* keyval, FnRef<int()> forward) {
 
 // ---- attributes ---------------------------------------------------------------------------------
 
-int on_set_attr(const Call& call, Handle h, int key, void* value, FnRef<int()> forward) {
+int on_set_attr(const Call& call, Handle h, int key, std::uint64_t word, FnRef<int()> forward) {
   CallScope scope(call);
   int rc;
   if (!enter(call, &rc)) return rc;
@@ -246,8 +263,7 @@ int on_set_attr(const Call& call, Handle h, int key, void* value, FnRef<int()> f
   const ObjectKind kind = call.api->kind;
   if (in_callback_for(kind, h)) return reentrant(call, kind, h);
   const int engine_key = to_engine_key(key);
-  const auto word = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(value));
-  auto set = [&] { return r.engine->set_attr(kind, h, engine_key, Binding::C, word); };
+  auto set = [&] { return r.engine->set_attr(kind, h, engine_key, call.api->binding, word); };
   if (r.mode == Mode::Emulate) {
     const Result res = with_object(kind, h, set);
     return res.ok() ? MPI_SUCCESS : refuse(call, res, kind, h, key, engine_key);
@@ -272,25 +288,37 @@ int on_get_attr(const Call& call, Handle h, int key, void* value_out, int* flag,
   if (!enter(call, &rc)) return rc;
   Runtime& r = state();
   const ObjectKind kind = call.api->kind;
+  const Binding as = call.api->binding;
+  const std::size_t size = as == Binding::FortranInt ? sizeof(MPI_Fint) : sizeof(void*);
   const int engine_key = to_engine_key(key);
-  void* model = nullptr;
+  std::uint64_t model = 0;  // the value as the caller reads it (the first `size` bytes)
   int model_flag = 0;
-  const Result res = classify(kind, h, engine_key, &model, &model_flag);
+  bool truncated = false;
+  const Result res = with_object(kind, h, [&] {
+    return r.engine->get_attr(kind, h, engine_key, as, &model, &model_flag, &truncated);
+  });
   if (!res.ok()) return refuse(call, res, kind, h, key, engine_key);
   if (is_predefined_key(key)) return forward();  // the library supplies predefined values
+  if (truncated) {
+    FindingInput in = finding(Rule::AttrTruncated, call);
+    in.has_keyval = true;
+    in.keyval = key;
+    report(in);
+  }
   if (r.mode == Mode::Emulate) {
     *flag = model_flag;
-    if (model_flag) std::memcpy(value_out, &model, sizeof model);
+    if (model_flag) std::memcpy(value_out, &model, size);
     return MPI_SUCCESS;
   }
   rc = forward();
   if (rc != MPI_SUCCESS) {
     result_divergence(call, rc, res, key);
-  } else if (*flag != model_flag || (model_flag && std::memcmp(value_out, &model, sizeof model) != 0)) {
+  } else if ((*flag != 0) != (model_flag != 0) || (model_flag && std::memcmp(value_out, &model, size) != 0)) {
     char d[160];
     Appender a{d, sizeof d};
     a.put(*flag ? "returned flag 1" : "returned flag 0");
     a.put(model_flag ? " where the attribute is set" : " where no attribute is set");
+    if (*flag && model_flag) a.put(", with a different value");
     divergence(call, d, true, key);
   }
   return rc;
@@ -387,6 +415,8 @@ int on_dup(const Call& call, Handle old, FnRef<int(Handle*)> forward, FnRef<void
     // A copy callback's flag other than 0 or 1 means whatever the library made of it (the
     // standard says "non-zero copies", Open MPI copies only on 1): ask the library, so the model
     // follows it instead of calling its choice a divergence (callback.bad-flag was reported).
+    replay.replay().fresh = fresh;  // unobserved (Fortran) callbacks: the library says what they did
+    replay.replay().has_fresh = true;
     for (Observation& o : replay.replay().seen) {
       if (!o.copy || o.rc != MPI_SUCCESS || o.flag == 0 || o.flag == 1) continue;
       const KeyRecord* rec = record_for(o.engine_id);

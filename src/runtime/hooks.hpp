@@ -38,6 +38,7 @@ struct Api {
   const char* name;
   ObjectKind kind;
   const char* replacement;  // deprecated functions: what to use instead; else nullptr
+  Binding binding = Binding::C;  // how attribute values and callbacks are passed (C or Fortran)
 };
 
 // One intercepted call in progress.
@@ -61,11 +62,18 @@ inline Handle handle(T h) noexcept {
   }
 }
 
+// Open MPI's Fortran entry points (pmpi_comm_set_attr_ ...) live in libmpi_mpifh, which only
+// Fortran programs load: the Fortran wrappers look them up instead of linking. nullptr if absent.
+void* fortran_pmpi(const char* name) noexcept;
+
 int on_null_arg(const Call& call, const char* param);
-int on_create_keyval(const Call& call, void* copy_fn, void* delete_fn, int* keyval, void* extra_state,
-                     FnRef<int(void* copy_fn, void* delete_fn, void* extra_state)> forward);
+// extra_state: the pointer (C) or the integer (Fortran); forward gets the same representation.
+int on_create_keyval(const Call& call, void* copy_fn, void* delete_fn, int* keyval, std::uint64_t extra_state,
+                     FnRef<int(void* copy_fn, void* delete_fn, std::uint64_t extra_state)> forward);
 int on_free_keyval(const Call& call, int* keyval, FnRef<int()> forward);
-int on_set_attr(const Call& call, Handle object, int keyval, void* value, FnRef<int()> forward);
+// value: the word as set in the call's binding (an address from C, the integer from Fortran).
+int on_set_attr(const Call& call, Handle object, int keyval, std::uint64_t value, FnRef<int()> forward);
+// value_out: a void* (C), an MPI_Aint (Fortran) or an MPI_Fint (MPI_ATTR_GET from Fortran).
 int on_get_attr(const Call& call, Handle object, int keyval, void* value_out, int* flag, FnRef<int()> forward);
 int on_delete_attr(const Call& call, Handle object, int keyval, FnRef<int()> forward);
 int on_dup(const Call& call, Handle object, FnRef<int(Handle*)> forward, FnRef<void()> undo);

@@ -138,24 +138,85 @@ void report_callback(Rule rule, const char* what, int keyval, const char* tail, 
   report(in);
 }
 
-int run_copy(ObjectKind kind, void* fn, Handle old, int key, void* extra, void* in, void* out, int* flag,
-             const KeyRecord* rec) {
-  (void)rec;
+}  // namespace
+
+MPI_Fint fortran_handle(ObjectKind kind, Handle h) noexcept {
+  switch (kind) {
+    case ObjectKind::Comm: return PMPI_Comm_c2f(from_handle<MPI_Comm>(h));
+    case ObjectKind::Type: return PMPI_Type_c2f(from_handle<MPI_Datatype>(h));
+    case ObjectKind::Win: return PMPI_Win_c2f(from_handle<MPI_Win>(h));
+  }
+  return 0;
+}
+
+namespace {
+
+// The callback signatures of the three bindings (Fortran passes everything by reference; its
+// error code comes back in the last argument).
+using FortranAintCopy = void (*)(MPI_Fint*, MPI_Fint*, MPI_Aint*, MPI_Aint*, MPI_Aint*, MPI_Fint*, MPI_Fint*);
+using FortranIntCopy = void (*)(MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*);
+using FortranAintDelete = void (*)(MPI_Fint*, MPI_Fint*, MPI_Aint*, MPI_Aint*, MPI_Fint*);
+using FortranIntDelete = void (*)(MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*);
+
+int call_copy(ObjectKind kind, Binding lang, void* fn, Handle old, int key, std::uint64_t extra, std::uint64_t in,
+              std::uint64_t* out, int* flag) {
+  if (lang == Binding::C) {
+    void* const extra_ptr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(extra));
+    void* const in_ptr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(in));
+    switch (kind) {
+      case ObjectKind::Comm:
+        return reinterpret_cast<MPI_Comm_copy_attr_function*>(fn)(from_handle<MPI_Comm>(old), key, extra_ptr, in_ptr, out, flag);
+      case ObjectKind::Type:
+        return reinterpret_cast<MPI_Type_copy_attr_function*>(fn)(from_handle<MPI_Datatype>(old), key, extra_ptr, in_ptr, out, flag);
+      default:
+        return reinterpret_cast<MPI_Win_copy_attr_function*>(fn)(from_handle<MPI_Win>(old), key, extra_ptr, in_ptr, out, flag);
+    }
+  }
+  MPI_Fint object = fortran_handle(kind, old), fkey = key, logical = 0, ierr = MPI_SUCCESS;
+  if (lang == Binding::FortranAint) {
+    MPI_Aint e = static_cast<MPI_Aint>(extra), v_in = static_cast<MPI_Aint>(in), v_out = 0;
+    reinterpret_cast<FortranAintCopy>(fn)(&object, &fkey, &e, &v_in, &v_out, &logical, &ierr);
+    *out = static_cast<std::uint64_t>(v_out);
+  } else {
+    MPI_Fint e = static_cast<MPI_Fint>(extra), v_in = static_cast<MPI_Fint>(in), v_out = 0;
+    reinterpret_cast<FortranIntCopy>(fn)(&object, &fkey, &e, &v_in, &v_out, &logical, &ierr);
+    *out = static_cast<std::uint64_t>(static_cast<std::int64_t>(v_out));
+  }
+  *flag = logical ? 1 : 0;
+  return ierr;
+}
+
+int call_delete(ObjectKind kind, Binding lang, void* fn, Handle object, int key, std::uint64_t value, std::uint64_t extra) {
+  if (lang == Binding::C) {
+    void* const extra_ptr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(extra));
+    void* const value_ptr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(value));
+    switch (kind) {
+      case ObjectKind::Comm:
+        return reinterpret_cast<MPI_Comm_delete_attr_function*>(fn)(from_handle<MPI_Comm>(object), key, value_ptr, extra_ptr);
+      case ObjectKind::Type:
+        return reinterpret_cast<MPI_Type_delete_attr_function*>(fn)(from_handle<MPI_Datatype>(object), key, value_ptr, extra_ptr);
+      default:
+        return reinterpret_cast<MPI_Win_delete_attr_function*>(fn)(from_handle<MPI_Win>(object), key, value_ptr, extra_ptr);
+    }
+  }
+  MPI_Fint fobject = fortran_handle(kind, object), fkey = key, ierr = MPI_SUCCESS;
+  if (lang == Binding::FortranAint) {
+    MPI_Aint v = static_cast<MPI_Aint>(value), e = static_cast<MPI_Aint>(extra);
+    reinterpret_cast<FortranAintDelete>(fn)(&fobject, &fkey, &v, &e, &ierr);
+  } else {
+    MPI_Fint v = static_cast<MPI_Fint>(value), e = static_cast<MPI_Fint>(extra);
+    reinterpret_cast<FortranIntDelete>(fn)(&fobject, &fkey, &v, &e, &ierr);
+  }
+  return ierr;
+}
+
+int run_copy(ObjectKind kind, Binding lang, void* fn, Handle old, int key, std::uint64_t extra, std::uint64_t in,
+             std::uint64_t* out, int* flag) {
   int rc;
   {
     CbGuard guard(kind, old, false, fn, key, true, current_call_name());
     try {
-      switch (kind) {
-        case ObjectKind::Comm:
-          rc = reinterpret_cast<MPI_Comm_copy_attr_function*>(fn)(from_handle<MPI_Comm>(old), key, extra, in, out, flag);
-          break;
-        case ObjectKind::Type:
-          rc = reinterpret_cast<MPI_Type_copy_attr_function*>(fn)(from_handle<MPI_Datatype>(old), key, extra, in, out, flag);
-          break;
-        default:
-          rc = reinterpret_cast<MPI_Win_copy_attr_function*>(fn)(from_handle<MPI_Win>(old), key, extra, in, out, flag);
-          break;
-      }
+      rc = call_copy(kind, lang, fn, old, key, extra, in, out, flag);
     } catch (...) {
       report_callback(Rule::CallbackException, "copy callback", key,
                       " threw a C++ exception (caught by attrcheck; the call fails)", fn);
@@ -181,24 +242,13 @@ int run_copy(ObjectKind kind, void* fn, Handle old, int key, void* extra, void* 
   return rc;
 }
 
-int run_delete(ObjectKind kind, void* fn, Handle object, int key, void* value, void* extra, const KeyRecord* rec,
+int run_delete(ObjectKind kind, Binding lang, void* fn, Handle object, int key, std::uint64_t value, std::uint64_t extra,
                bool teardown) {
-  (void)rec;
   int rc;
   {
     CbGuard guard(kind, object, teardown, fn, key, false, current_call_name());
     try {
-      switch (kind) {
-        case ObjectKind::Comm:
-          rc = reinterpret_cast<MPI_Comm_delete_attr_function*>(fn)(from_handle<MPI_Comm>(object), key, value, extra);
-          break;
-        case ObjectKind::Type:
-          rc = reinterpret_cast<MPI_Type_delete_attr_function*>(fn)(from_handle<MPI_Datatype>(object), key, value, extra);
-          break;
-        default:
-          rc = reinterpret_cast<MPI_Win_delete_attr_function*>(fn)(from_handle<MPI_Win>(object), key, value, extra);
-          break;
-      }
+      rc = call_delete(kind, lang, fn, object, key, value, extra);
     } catch (...) {
       report_callback(Rule::CallbackException, "delete callback", key,
                       " threw a C++ exception (caught by attrcheck; the call fails)", fn);
@@ -226,10 +276,11 @@ bool teardown_delete(ObjectKind kind, Handle object) noexcept {
 template <ObjectKind K, typename Obj>
 int trampoline_copy_fn(Obj old, int key, void* extra, void* in, void* out, int* flag) {
   auto* rec = static_cast<KeyRecord*>(extra);
-  const int rc = run_copy(K, rec->copy_fn, handle(old), key, rec->extra_state, in, out, flag, rec);
+  std::uint64_t value_out = 0;
+  const int rc = run_copy(K, Binding::C, rec->copy_fn, handle(old), key, rec->extra_state,
+                          reinterpret_cast<std::uintptr_t>(in), &value_out, flag);
+  if (rc == MPI_SUCCESS && *flag) std::memcpy(out, &value_out, sizeof(void*));
   if (Replay* r = t_replay) {
-    std::uint64_t value_out = 0;
-    if (rc == MPI_SUCCESS && *flag) std::memcpy(&value_out, out, sizeof value_out);
     r->seen.push_back(Observation{true, K, handle(old), rec->engine_id.load(std::memory_order_relaxed),
                                   reinterpret_cast<std::uintptr_t>(in), rc, *flag, value_out, false});
   }
@@ -239,8 +290,8 @@ int trampoline_copy_fn(Obj old, int key, void* extra, void* in, void* out, int* 
 template <ObjectKind K, typename Obj>
 int trampoline_delete_fn(Obj object, int key, void* value, void* extra) {
   auto* rec = static_cast<KeyRecord*>(extra);
-  const int rc = run_delete(K, rec->delete_fn, handle(object), key, value, rec->extra_state, rec,
-                            teardown_delete(K, handle(object)));
+  const int rc = run_delete(K, Binding::C, rec->delete_fn, handle(object), key, reinterpret_cast<std::uintptr_t>(value),
+                            rec->extra_state, teardown_delete(K, handle(object)));
   if (Replay* r = t_replay)
     r->seen.push_back(Observation{false, K, handle(object), rec->engine_id.load(std::memory_order_relaxed),
                                   reinterpret_cast<std::uintptr_t>(value), rc, 0, 0, false});
@@ -252,6 +303,12 @@ int trampoline_delete_fn(Obj object, int key, void* value, void* extra) {
 constexpr int kFlagUnset = 0x5eed;
 
 int replay_copy(Replay& r, const CopyCall& c, std::uint64_t* out, int* flag) {
+  const KeyRecord* rec = record_for(c.keyval);
+  if (rec && !rec->observed) {
+    // Its callbacks ran unwrapped (Fortran): what they did is what the library now holds.
+    *flag = r.has_fresh && library_attr(c.kind, r.fresh, rec->user_id, out, rec->lang) ? 1 : 0;
+    return MPI_SUCCESS;
+  }
   for (Observation& o : r.seen) {
     if (o.used || !o.copy || o.object != c.old_object || o.engine_id != c.keyval) continue;
     o.used = true;
@@ -276,7 +333,9 @@ int replay_copy(Replay& r, const CopyCall& c, std::uint64_t* out, int* flag) {
 }
 
 int replay_delete(Replay& r, const DeleteCall& c) {
-  const int user_key = record_for(c.keyval) ? record_for(c.keyval)->user_id : c.keyval;
+  const KeyRecord* rec = record_for(c.keyval);
+  if (rec && !rec->observed) return MPI_SUCCESS;  // ran unwrapped (Fortran): not observable
+  const int user_key = rec ? rec->user_id : c.keyval;
   if (r.has_ordered_object && c.object == r.ordered_object) {
     for (const Observation& o : r.seen) {
       if (o.used || o.copy || o.object != c.object) continue;
@@ -301,10 +360,8 @@ class RuntimeInvoker final : public CallbackInvoker {
  public:
   int copy(const CopyCall& c, std::uint64_t* out, int* flag) override {
     if (Replay* r = t_replay) return replay_copy(*r, c, out, flag);
-    const KeyRecord* rec = record_for(c.keyval);
     *flag = kFlagUnset;
-    const int rc = run_copy(c.kind, c.fn, c.old_object, c.keyval, reinterpret_cast<void*>(c.extra_state),
-                            reinterpret_cast<void*>(static_cast<std::uintptr_t>(c.value_in)), out, flag, rec);
+    const int rc = run_copy(c.kind, c.lang, c.fn, c.old_object, c.keyval, c.extra_state, c.value_in, out, flag);
     if (*flag == kFlagUnset) {
       if (rc == MPI_SUCCESS)
         report_callback(Rule::CallbackBadFlag, "copy callback", c.keyval,
@@ -316,8 +373,7 @@ class RuntimeInvoker final : public CallbackInvoker {
   int del(const DeleteCall& c) override {
     if (Replay* r = t_replay) return replay_delete(*r, c);
     const bool teardown = c.cause == CallbackCause::Finalize && c.object == state().world;
-    return run_delete(c.kind, c.fn, c.object, c.keyval, reinterpret_cast<void*>(static_cast<std::uintptr_t>(c.value)),
-                      reinterpret_cast<void*>(c.extra_state), record_for(c.keyval), teardown);
+    return run_delete(c.kind, c.lang, c.fn, c.object, c.keyval, c.value, c.extra_state, teardown);
   }
 };
 
@@ -638,12 +694,27 @@ void ReplayScope::finish() {
 
 // ---- findings and errors ------------------------------------------------------------------------
 
+void* fortran_pmpi(const char* name) noexcept { return dlsym(RTLD_DEFAULT, name); }
+
 bool live_object(ObjectKind kind, Handle h) noexcept {
   ObjectInfo info{};
   return state().engine->object_info(kind, h, &info);
 }
 
-bool library_attr(ObjectKind kind, Handle h, int key, std::uint64_t* value) noexcept {
+bool library_attr(ObjectKind kind, Handle h, int key, std::uint64_t* value, Binding lang) noexcept {
+  if (lang != Binding::C) {
+    // A Fortran-set value: read it as Fortran does (a C read would give a pointer to it).
+    using Get = void (*)(MPI_Fint*, MPI_Fint*, MPI_Aint*, MPI_Fint*, MPI_Fint*);
+    static const char* const names[] = {"pmpi_comm_get_attr_", "pmpi_type_get_attr_", "pmpi_win_get_attr_"};
+    auto get = reinterpret_cast<Get>(fortran_pmpi(names[static_cast<int>(kind)]));
+    if (!get) return false;
+    MPI_Fint object = fortran_handle(kind, h), fkey = key, logical = 0, ierr = 0;
+    MPI_Aint v = 0;
+    get(&object, &fkey, &v, &logical, &ierr);
+    if (ierr != MPI_SUCCESS || !logical) return false;
+    if (value) *value = static_cast<std::uint64_t>(v);
+    return true;
+  }
   void* v = nullptr;
   int flag = 0;
   int rc;

@@ -29,7 +29,9 @@ struct KeyRecord {
   ObjectKind kind = ObjectKind::Comm;
   void* copy_fn = nullptr;  // the user's functions (nullptr: predefined action)
   void* delete_fn = nullptr;
-  void* extra_state = nullptr;
+  std::uint64_t extra_state = 0;  // the pointer (C) or the integer (Fortran) the user gave
+  Binding lang = Binding::C;      // the callbacks' language
+  bool observed = true;           // shadow: the library runs them through our trampolines
 };
 
 // A callback the library (shadow) or the engine (emulate) ran, as the trampoline saw it.
@@ -49,6 +51,8 @@ struct Observation {
 // mirror of that call from them (shadow mode): the engine never runs user code twice.
 struct Replay {
   const Call* call = nullptr;
+  Handle fresh = 0;            // dup: the new object (unobserved callbacks: ask the library)
+  bool has_fresh = false;
   bool lenient = false;        // missing / extra callbacks are expected (no divergence)
   Handle ordered_object = 0;   // delete callbacks on this object must come in the engine's order
   bool has_ordered_object = false;
@@ -121,7 +125,9 @@ void note_freed(ObjectKind kind, Handle h);
 void note_created(ObjectKind kind, Handle h);
 bool live_object(ObjectKind kind, Handle h) noexcept;
 // Asks the library (PMPI) whether `h` carries attribute `key` (the user's keyval number).
-bool library_attr(ObjectKind kind, Handle h, int key, std::uint64_t* value) noexcept;
+// `lang`: how the value was set (a Fortran-set value is read as Fortran reads it).
+bool library_attr(ObjectKind kind, Handle h, int key, std::uint64_t* value, Binding lang = Binding::C) noexcept;
+MPI_Fint fortran_handle(ObjectKind kind, Handle h) noexcept;
 
 // Callback plumbing.
 void* trampoline_copy(ObjectKind kind) noexcept;

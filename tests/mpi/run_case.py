@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs one MPI test case under the attrcheck launcher and checks the merged report.
 
-A case is a C/C++ program whose first comment lines say what must happen:
+A case is a C, C++ or Fortran program whose first comment lines (// or !) say what must happen:
   // attrcheck-test: np=2 modes=shadow,emulate
   // expect: keyval.double-free keyval.leak     rules that must be reported
   // clean                                       no error or warning besides the expected rules
@@ -35,9 +35,12 @@ def header(source):
     with open(source) as f:
         for line in f:
             line = line.strip()
-            if not line.startswith("//"):
+            if line.startswith("//"):
+                body = line[2:].strip()
+            elif line.startswith("!"):
+                body = line[1:].strip()
+            else:
                 break
-            body = line[2:].strip()
             if body.startswith("attrcheck-test:"):
                 for item in body.split(":", 1)[1].split():
                     key, _, value = item.partition("=")
