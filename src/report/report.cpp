@@ -186,13 +186,16 @@ std::uint64_t hash_text(const char* s) noexcept {
 
 void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcept {
   const std::uint64_t detail_hash = hash_text(in.detail);
-  // The same rule at the same site from the same call is one finding: count it. Entries are
+  // The same rule at the same site from the same call (for the same keyval) is one finding: count
+  // it. Entries are
   // only ever appended and committed once filled, so this scan needs no lock.
   const std::size_t n = size();
   for (std::size_t i = 0; i < n; ++i) {
     Finding& f = entries_[i];
     if (!f.committed.load(std::memory_order_acquire)) continue;
-    if (f.rule == in.rule && f.site == in.site && f.detail_hash == detail_hash && std::strncmp(f.call, in.call ? in.call : "", sizeof f.call) == 0) {
+    // The keyval is part of the identity: two keyvals leaked at one MPI_Finalize are two findings.
+    if (f.rule == in.rule && f.site == in.site && f.detail_hash == detail_hash && f.has_keyval == in.has_keyval &&
+        (!in.has_keyval || f.keyval == in.keyval) && std::strncmp(f.call, in.call ? in.call : "", sizeof f.call) == 0) {
       f.count.fetch_add(1, std::memory_order_relaxed);
       version_.fetch_add(1, std::memory_order_release);
       return;

@@ -3,7 +3,8 @@
 // Findings live in a fixed table of plain structs, so that the report can be rendered and
 // written from a fatal-signal handler: rendering allocates nothing and writes with write(2);
 // the file is written to a temporary name and renamed into place (no symlink followed).
-// The same rule at the same call site (from the same MPI call) is one finding with a count.
+// The same rule at the same call site (from the same MPI call, for the same keyval) is one finding
+// with a count.
 #pragma once
 
 #include <atomic>

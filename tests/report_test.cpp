@@ -1,0 +1,166 @@
+// The findings store and the per-rank report writer, without MPI.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "report/report.hpp"
+
+namespace attrcheck {
+namespace {
+
+FindingInput input(Rule rule, const void* site, int keyval = -1, const char* detail = nullptr) {
+  FindingInput in;
+  in.rule = rule;
+  in.call = "MPI_Comm_set_attr";
+  in.site = site;
+  in.site_symbol = "main+0x10";
+  if (keyval >= 0) {
+    in.has_keyval = true;
+    in.keyval = keyval;
+  }
+  in.detail = detail;
+  return in;
+}
+
+// Renders through a pipe and parses the result.
+nlohmann::json render(const RunInfo& run, const FindingStore& store) {
+  char path[] = "/tmp/attrcheck-report-test-XXXXXX";
+  const int fd = mkstemp(path);
+  EXPECT_GE(fd, 0);
+  EXPECT_TRUE(render_json(fd, run, store));
+  close(fd);
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  unlink(path);
+  return nlohmann::json::parse(text.str());  // throws (fails the test) on invalid JSON
+}
+
+TEST(Findings, SameRuleSiteAndKeyvalIsOneFindingWithACount) {
+  FindingStore store;
+  int site;
+  for (int i = 0; i < 3; ++i) store.record(input(Rule::KeyvalFreed, &site, 12));
+  ASSERT_EQ(store.size(), 1u);
+  EXPECT_EQ(store.at(0).count.load(), 3u);
+}
+
+TEST(Findings, DifferentKeyvalsAtOneSiteAreDifferentFindings) {
+  FindingStore store;  // e.g. two keyvals leaked, both reported at MPI_Finalize
+  int site;
+  store.record(input(Rule::KeyvalLeak, &site, 12));
+  store.record(input(Rule::KeyvalLeak, &site, 13));
+  ASSERT_EQ(store.size(), 2u);
+  EXPECT_EQ(store.at(1).keyval, 13);
+}
+
+TEST(Findings, DifferentDetailOrSiteAreDifferentFindings) {
+  FindingStore store;
+  int a, b;
+  store.record(input(Rule::DeprecatedConstant, &a, -1, "MPI_NULL_COPY_FN"));
+  store.record(input(Rule::DeprecatedConstant, &a, -1, "MPI_NULL_DELETE_FN"));
+  store.record(input(Rule::DeprecatedConstant, &b, -1, "MPI_NULL_COPY_FN"));
+  EXPECT_EQ(store.size(), 3u);
+}
+
+TEST(Findings, MessageAndHintComeFromTheRuleTemplate) {
+  FindingStore store;
+  int site;
+  FindingInput in = input(Rule::DeprecatedCall, &site);
+  in.call = "MPI_Attr_put";
+  in.replacement = "MPI_Comm_set_attr";
+  store.record(in);
+  EXPECT_STREQ(store.at(0).message, "MPI_Attr_put is deprecated");
+  EXPECT_STREQ(store.at(0).hint, "Use MPI_Comm_set_attr.");
+}
+
+TEST(Findings, CountsBySeverityAndGating) {
+  FindingStore store;
+  int site;
+  store.record(input(Rule::DeprecatedCall, &site));  // warning
+  EXPECT_FALSE(store.any_at_or_above(0));
+  EXPECT_TRUE(store.any_at_or_above(1));
+  store.record(input(Rule::KeyvalDoubleFree, &site, 3));  // error
+  std::uint64_t c[3];
+  store.counts(c);
+  EXPECT_EQ(c[0], 1u);
+  EXPECT_EQ(c[1], 1u);
+  EXPECT_TRUE(store.any_at_or_above(0));
+  EXPECT_FALSE(store.any_at_or_above(-1));  // never
+}
+
+TEST(Findings, FullStoreDropsAndCounts) {
+  FindingStore store;
+  static char sites[FindingStore::kCapacity + 5];
+  for (auto& s : sites) store.record(input(Rule::KeyvalUnknown, &s, 1));
+  EXPECT_EQ(store.size(), FindingStore::kCapacity);
+  EXPECT_EQ(store.dropped(), 5u);
+}
+
+TEST(Report, RendersValidJsonWithEscapedText) {
+  FindingStore store;
+  RunInfo run;
+  run.rank = 3;
+  int site;
+  FindingInput in = input(Rule::CallbackError, &site, 7, "callback \"quoted\\\" \n\t\x01 returned 5");
+  store.record(in);
+  const nlohmann::json j = render(run, store);
+  EXPECT_EQ(j["schema"], kReportSchema);
+  EXPECT_EQ(j["version"], kReportVersion);
+  EXPECT_EQ(j["run"]["rank"], 3);
+  EXPECT_EQ(j["run"]["status"], "running");
+  EXPECT_EQ(j["summary"]["error"], 1);
+  ASSERT_EQ(j["findings"].size(), 1u);
+  const auto& f = j["findings"][0];
+  EXPECT_EQ(f["rule"], "callback.error");
+  EXPECT_EQ(f["severity"], "error");
+  EXPECT_EQ(f["message"], "callback \"quoted\\\" \n\t\x01 returned 5");
+  EXPECT_EQ(f["keyval"], 7);
+  EXPECT_EQ(f["count"], 1);
+  EXPECT_EQ(f["site"]["symbol"], "main+0x10");
+}
+
+TEST(Report, EmptyReportIsValid) {
+  FindingStore store;
+  RunInfo run;
+  const nlohmann::json j = render(run, store);
+  EXPECT_TRUE(j["findings"].empty());
+}
+
+TEST(ReportFile, WritesAtomicallyAndNeverThroughASymlink) {
+  char dir[] = "/tmp/attrcheck-reportfile-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string victim = std::string(dir) + "/victim";
+  { std::ofstream(victim) << "precious"; }
+  const std::string target = std::string(dir) + "/out/rank-0.json";
+  ReportFile file;
+  char error[256];
+  ASSERT_TRUE(file.prepare((std::string(dir) + "/out").c_str(), "rank-0.json", error, sizeof error)) << error;
+  ASSERT_EQ(symlink(victim.c_str(), target.c_str()), 0);
+  FindingStore store;
+  RunInfo run;
+  ASSERT_TRUE(file.write(run, store));
+  std::ifstream v(victim);
+  std::string content((std::istreambuf_iterator<char>(v)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(content, "precious");
+  char link[16];
+  EXPECT_EQ(readlink(target.c_str(), link, sizeof link), -1);  // replaced by a regular file
+  std::ifstream r(target);
+  EXPECT_NO_THROW(nlohmann::json::parse(r));
+  std::system((std::string("rm -rf ") + dir).c_str());
+}
+
+TEST(ReportFile, UnusableDirectoryIsAClearError) {
+  ReportFile file;
+  char error[256] = "";
+  EXPECT_FALSE(file.prepare("/proc/attrcheck-cannot-be-here", "rank-0.json", error, sizeof error));
+  EXPECT_NE(std::string(error).find("/proc/attrcheck-cannot-be-here"), std::string::npos) << error;
+  EXPECT_FALSE(file.ready());
+}
+
+}  // namespace
+}  // namespace attrcheck
