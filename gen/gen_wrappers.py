@@ -71,171 +71,166 @@ def require(fn, role):
     return p
 
 
-def body(fn):
-    name, op, kind = fn["name"], fn["op"], fn.get("kind")
-    params = parse_params(fn["params"], name)
-    args = ", ".join(n for _, n in params)
-    pmpi = f"P{name}({args})"
-    lines = []
+F2C = {"comm": "PMPI_Comm_f2c", "type": "PMPI_Type_f2c", "win": "PMPI_Win_f2c"}
+C2F = {"comm": "PMPI_Comm_c2f", "type": "PMPI_Type_c2f", "win": "PMPI_Win_c2f"}
+C_TYPE = {"comm": "MPI_Comm", "type": "MPI_Datatype", "win": "MPI_Win"}
+BINDINGS = {"c": "attrcheck::Binding::C", "aint": "attrcheck::Binding::FortranAint",
+            "int": "attrcheck::Binding::FortranInt"}
+
+
+class C:
+    """How a C wrapper spells things: arguments by value, the result returned, PMPI_ linked."""
+
+    def __init__(self, fn, params):
+        self.fn, self.params = fn, params
+        self.args = ", ".join(n for _, n in params)
+        self.call_pmpi = f"P{fn['name']}({self.args})"  # an int expression: the result
+
+    def signature(self):
+        return f'extern "C" ATTRCHECK_EXPORT int {self.fn["name"]}({self.fn["params"].strip() or "void"})'
+
+    def prologue(self, api):
+        lines = [api, f"  if (!rt::active(rt::Op::{op_enum(self.fn['op'])})) return {self.call_pmpi};",
+                 "  const rt::Call call{&api, __builtin_return_address(0)};"]
+        for param, role in self.fn["roles"].items():
+            if role in POINTER_ROLES:
+                lines.append(f'  if ({param} == nullptr) return rt::on_null_arg(call, "{param}");')
+        return lines
+
+    def result(self, expr):
+        return f"  return {expr};"
+
+    def handle(self, p, kind):  # an object argument
+        return f"rt::handle({p})"
+
+    def out_handle(self, p, kind):  # where an object handle is returned (or freed)
+        return f"rt::handle(*{p})"
+
+    def deref(self, p):
+        return p
+
+    def word(self, p):
+        return f"reinterpret_cast<std::uintptr_t>({p})"
+
+    def keyval_forward(self, c, d, kv, ex):
+        ctype = next(t for t, n in self.params if n == c).rsplit(c, 1)[0].strip()
+        dtype = next(t for t, n in self.params if n == d).rsplit(d, 1)[0].strip()
+        return (f"[&](void* copy_, void* delete_, std::uint64_t extra_) {{\n"
+                f"        return P{self.fn['name']}(reinterpret_cast<{ctype}>(copy_), reinterpret_cast<{dtype}>(delete_), {kv},\n"
+                f"                       reinterpret_cast<void*>(static_cast<std::uintptr_t>(extra_)));\n"
+                f"      }}")
+
+
+class Fortran(C):
+    """How a Fortran (mpif.h) wrapper spells things: all by reference, the error code in ierr,
+    handles converted from MPI_Fint, and the library's pmpi_*_ looked up at first use."""
+
+    def __init__(self, fn, params):
+        super().__init__(fn, params)
+        self.ierr = require(fn, "ierr")
+        self.call_pmpi = f"(pmpi({self.args}), static_cast<int>(*{self.ierr}))"
+
+    def signature(self):
+        return f'extern "C" ATTRCHECK_EXPORT void {self.fn["symbol"]}({self.fn["params"]})'
+
+    def prologue(self, api):
+        types = ", ".join(decl.rsplit(n, 1)[0].strip() for decl, n in self.params)
+        return [api,
+                f'  static const auto pmpi = reinterpret_cast<void (*)({types})>(rt::fortran_pmpi("p{self.fn["symbol"]}"));',
+                f"  if (!pmpi) {{ *{self.ierr} = MPI_ERR_INTERN; return; }}",
+                f"  if (!rt::active(rt::Op::{op_enum(self.fn['op'])})) {{ pmpi({self.args}); return; }}",
+                "  const rt::Call call{&api, __builtin_return_address(0)};"]
+
+    def result(self, expr):
+        return f"  *{self.ierr} = {expr};"
+
+    def handle(self, p, kind):
+        return f"rt::handle({F2C[kind]}(*{p}))"
+
+    out_handle = handle
+
+    def deref(self, p):
+        return f"*{p}"
+
+    def word(self, p):
+        return f"static_cast<std::uint64_t>(static_cast<std::int64_t>(*{p}))"
+
+    def keyval_forward(self, c, d, kv, ex):
+        ex_type = next(decl for decl, n in self.params if n == ex).rsplit(ex, 1)[0].replace("*", "").strip()
+        return (f"[&](void* copy_, void* delete_, std::uint64_t extra_) {{\n"
+                f"        {ex_type} e_ = static_cast<{ex_type}>(extra_);\n"
+                f"        pmpi(copy_, delete_, {kv}, &e_, {self.ierr});\n"
+                f"        return static_cast<int>(*{self.ierr});\n"
+                f"      }}")
+
+
+def body(fn, lang):
+    """The wrapper's statements: the language's prologue, then the op's hook call."""
+    op, kind = fn["op"], fn.get("kind")
     k = f"attrcheck::ObjectKind::{KINDS[kind]}" if kind else "attrcheck::ObjectKind::Comm"
     repl = f'"{fn["deprecated"]}"' if fn.get("deprecated") else "nullptr"
-    lines.append(f'  static const rt::Api api{{"{name}", {k}, {repl}}};')
-    lines.append(f"  if (!rt::active(rt::Op::{op_enum(op)})) return {pmpi};")
-    lines.append("  const rt::Call call{&api, __builtin_return_address(0)};")
-    for param, role in fn["roles"].items():
-        if role in POINTER_ROLES:
-            lines.append(f'  if ({param} == nullptr) return rt::on_null_arg(call, "{param}");')
+    binding = BINDINGS[fn.get("binding", "c")]
+    lines = lang.prologue(f'  static const rt::Api api{{"{fn["name"]}", {k}, {repl}, {binding}}};')
+    fwd = f"[&]() {{ return {lang.call_pmpi}; }}"
+    ret = lang.result
 
     if op == "create_keyval":
         c, d = require(fn, "copy_fn"), require(fn, "delete_fn")
         kv, ex = require(fn, "keyval_out"), require(fn, "extra_state")
-        ctype = next(t for t, n in params if n == c).rsplit(c, 1)[0].strip()
-        dtype = next(t for t, n in params if n == d).rsplit(d, 1)[0].strip()
-        lines.append(
-            f"  return rt::on_create_keyval(call, reinterpret_cast<void*>({c}), reinterpret_cast<void*>({d}), {kv},\n"
-            f"      reinterpret_cast<std::uintptr_t>({ex}),\n"
-            f"      [&](void* copy_, void* delete_, std::uint64_t extra_) {{\n"
-            f"        return P{name}(reinterpret_cast<{ctype}>(copy_), reinterpret_cast<{dtype}>(delete_), {kv},\n"
-            f"                       reinterpret_cast<void*>(static_cast<std::uintptr_t>(extra_)));\n"
-            f"      }});")
+        lines.append(ret(f"rt::on_create_keyval(call, reinterpret_cast<void*>({c}), reinterpret_cast<void*>({d}), {kv},\n"
+                         f"      {lang.word(ex)},\n      {lang.keyval_forward(c, d, kv, ex)})"))
     elif op == "free_keyval":
-        kv = require(fn, "keyval_inout")
-        lines.append(f"  return rt::on_free_keyval(call, {kv}, [&]() {{ return {pmpi}; }});")
+        lines.append(ret(f"rt::on_free_keyval(call, {require(fn, 'keyval_inout')}, {fwd})"))
     elif op == "set_attr":
         o, kv, v = require(fn, "object"), require(fn, "keyval"), require(fn, "value")
-        lines.append(f"  return rt::on_set_attr(call, rt::handle({o}), {kv}, reinterpret_cast<std::uintptr_t>({v}),\n"
-                     f"                         [&]() {{ return {pmpi}; }});")
+        lines.append(ret(f"rt::on_set_attr(call, {lang.handle(o, kind)}, {lang.deref(kv)}, {lang.word(v)},\n"
+                         f"      {fwd})"))
     elif op == "get_attr":
         o, kv = require(fn, "object"), require(fn, "keyval")
         v, f = require(fn, "value_out"), require(fn, "flag_out")
-        lines.append(f"  return rt::on_get_attr(call, rt::handle({o}), {kv}, {v}, {f}, [&]() {{ return {pmpi}; }});")
+        lines.append(ret(f"rt::on_get_attr(call, {lang.handle(o, kind)}, {lang.deref(kv)}, {v}, {f}, {fwd})"))
     elif op == "delete_attr":
         o, kv = require(fn, "object"), require(fn, "keyval")
-        lines.append(f"  return rt::on_delete_attr(call, rt::handle({o}), {kv}, [&]() {{ return {pmpi}; }});")
+        lines.append(ret(f"rt::on_delete_attr(call, {lang.handle(o, kind)}, {lang.deref(kv)}, {fwd})"))
     elif op == "dup":
         o, out = require(fn, "object"), require(fn, "object_out")
         req = role_param(fn, "request")
         wait = f"PMPI_Wait({req}, MPI_STATUS_IGNORE); " if req else ""
-        lines.append(
-            f"  return rt::on_dup(call, rt::handle({o}),\n"
+        # Undo a dup the library made: through C handles, whatever the binding.
+        new_c = f"{F2C[kind]}(*{out})" if isinstance(lang, Fortran) else f"*{out}"
+        reset = f"{C2F[kind]}({NULL_HANDLE[kind]})" if isinstance(lang, Fortran) else NULL_HANDLE[kind]
+        lines.append(ret(
+            f"rt::on_dup(call, {lang.handle(o, kind)},\n"
             f"      [&](attrcheck::Handle* new_) {{\n"
-            f"        const int rc_ = {pmpi};\n"
-            f"        if (rc_ == MPI_SUCCESS) *new_ = rt::handle(*{out});\n"
+            f"        const int rc_ = {lang.call_pmpi};\n"
+            f"        if (rc_ == MPI_SUCCESS) *new_ = {lang.out_handle(out, kind)};\n"
             f"        return rc_;\n"
             f"      }},\n"
-            f"      [&]() {{ {wait}{FREE_FN[kind]}({out}); *{out} = {NULL_HANDLE[kind]}; }});")
+            f"      [&]() {{ {wait}{C_TYPE[kind]} c_ = {new_c}; {FREE_FN[kind]}(&c_); *{out} = {reset}; }})"))
     elif op == "construct":
         out = require(fn, "object_out")
-        lines.append(
-            f"  return rt::on_construct(call, [&](attrcheck::Handle* new_) {{\n"
-            f"    const int rc_ = {pmpi};\n"
-            f"    *new_ = rc_ == MPI_SUCCESS ? rt::handle(*{out}) : rt::handle({NULL_HANDLE[kind]});\n"
+        lines.append(ret(
+            f"rt::on_construct(call, [&](attrcheck::Handle* new_) {{\n"
+            f"    const int rc_ = {lang.call_pmpi};\n"
+            f"    *new_ = rc_ == MPI_SUCCESS ? {lang.out_handle(out, kind)} : rt::handle({NULL_HANDLE[kind]});\n"
             f"    return rc_;\n"
-            f"  }});")
+            f"  }})"))
     elif op == "free":
-        o = require(fn, "object_inout")
-        lines.append(f"  return rt::on_free(call, rt::handle(*{o}), [&]() {{ return {pmpi}; }});")
+        lines.append(ret(f"rt::on_free(call, {lang.out_handle(require(fn, 'object_inout'), kind)}, {fwd})"))
     elif op == "init":
-        prov = role_param(fn, "provided_out")
-        if prov:
-            lines.append(f"  return rt::on_init(call, required, [&](int* provided_) {{\n"
-                         f"    const int rc_ = {pmpi};\n"
-                         f"    *provided_ = rc_ == MPI_SUCCESS ? *{prov} : MPI_THREAD_SINGLE;\n"
-                         f"    return rc_;\n"
-                         f"  }});")
-        else:
-            lines.append(f"  return rt::on_init(call, MPI_THREAD_SINGLE, [&](int* provided_) {{\n"
-                         f"    const int rc_ = {pmpi};\n"
-                         f"    *provided_ = MPI_THREAD_SINGLE;\n"
-                         f"    return rc_;\n"
-                         f"  }});")
-    elif op == "finalize":
-        lines.append(f"  return rt::on_finalize(call, [&]() {{ return {pmpi}; }});")
-    elif op == "abort":
-        lines.append(f"  return rt::on_abort(call, rt::handle(comm), errorcode, [&]() {{ return {pmpi}; }});")
-    return lines
-
-
-F2C = {"comm": "PMPI_Comm_f2c", "type": "PMPI_Type_f2c", "win": "PMPI_Win_f2c"}
-C2F = {"comm": "PMPI_Comm_c2f", "type": "PMPI_Type_c2f", "win": "PMPI_Win_c2f"}
-BINDINGS = {"aint": "attrcheck::Binding::FortranAint", "int": "attrcheck::Binding::FortranInt"}
-
-
-def fortran_body(fn):
-    """A Fortran entry point: everything by reference, the error code in ierr."""
-    name, op, kind, sym = fn["name"], fn["op"], fn.get("kind"), fn["symbol"]
-    params = parse_params(fn["params"], name)
-    if fn.get("binding") not in BINDINGS:
-        raise SpecError(f"{sym}: binding must be 'aint' or 'int'")
-    types = ", ".join(decl.rsplit(n, 1)[0].strip() for decl, n in params)
-    args = ", ".join(n for _, n in params)
-    ierr = require(fn, "ierr")
-    k = f"attrcheck::ObjectKind::{KINDS[kind]}" if kind else "attrcheck::ObjectKind::Comm"
-    repl = f'"{fn["deprecated"]}"' if fn.get("deprecated") else "nullptr"
-    lines = [
-        f'  static const rt::Api api{{"{name}", {k}, {repl}, {BINDINGS[fn["binding"]]}}};',
-        f'  static const auto pmpi = reinterpret_cast<void (*)({types})>(rt::fortran_pmpi("p{sym}"));',
-        f"  if (!pmpi) {{ *{ierr} = MPI_ERR_INTERN; return; }}",
-        f"  if (!rt::active(rt::Op::{op_enum(op)})) {{ pmpi({args}); return; }}",
-        "  const rt::Call call{&api, __builtin_return_address(0)};",
-    ]
-    fwd = f"[&]() {{ pmpi({args}); return static_cast<int>(*{ierr}); }}"
-
-    def obj(p):
-        return f"rt::handle({F2C[kind]}(*{p}))"
-
-    if op == "create_keyval":
-        c, d = require(fn, "copy_fn"), require(fn, "delete_fn")
-        kv, ex = require(fn, "keyval_out"), require(fn, "extra_state")
-        ex_type = next(decl for decl, n in params if n == ex).rsplit(ex, 1)[0].replace("*", "").strip()
-        lines.append(
-            f"  *{ierr} = rt::on_create_keyval(call, {c}, {d}, {kv}, static_cast<std::uint64_t>(static_cast<std::int64_t>(*{ex})),\n"
-            f"      [&](void* copy_, void* delete_, std::uint64_t extra_) {{\n"
-            f"        {ex_type} e_ = static_cast<{ex_type}>(extra_);\n"
-            f"        pmpi(copy_, delete_, {kv}, &e_, {ierr});\n"
-            f"        return static_cast<int>(*{ierr});\n"
-            f"      }});")
-    elif op == "free_keyval":
-        lines.append(f"  *{ierr} = rt::on_free_keyval(call, {require(fn, 'keyval_inout')}, {fwd});")
-    elif op == "set_attr":
-        o, kv, v = require(fn, "object"), require(fn, "keyval"), require(fn, "value")
-        lines.append(f"  *{ierr} = rt::on_set_attr(call, {obj(o)}, *{kv},\n"
-                     f"      static_cast<std::uint64_t>(static_cast<std::int64_t>(*{v})), {fwd});")
-    elif op == "get_attr":
-        o, kv = require(fn, "object"), require(fn, "keyval")
-        v, fl = require(fn, "value_out"), require(fn, "flag_out")
-        lines.append(f"  *{ierr} = rt::on_get_attr(call, {obj(o)}, *{kv}, {v}, {fl}, {fwd});")
-    elif op == "delete_attr":
-        o, kv = require(fn, "object"), require(fn, "keyval")
-        lines.append(f"  *{ierr} = rt::on_delete_attr(call, {obj(o)}, *{kv}, {fwd});")
-    elif op == "dup":
-        o, out = require(fn, "object"), require(fn, "object_out")
-        ctype = {"comm": "MPI_Comm", "type": "MPI_Datatype", "win": "MPI_Win"}[kind]
-        lines.append(
-            f"  *{ierr} = rt::on_dup(call, {obj(o)},\n"
-            f"      [&](attrcheck::Handle* new_) {{\n"
-            f"        pmpi({args});\n"
-            f"        if (*{ierr} == MPI_SUCCESS) *new_ = {obj(out)};\n"
-            f"        return static_cast<int>(*{ierr});\n"
-            f"      }},\n"
-            f"      [&]() {{ {ctype} c_ = {F2C[kind]}(*{out}); {FREE_FN[kind]}(&c_); *{out} = {C2F[kind]}({NULL_HANDLE[kind]}); }});")
-    elif op == "free":
-        lines.append(f"  *{ierr} = rt::on_free(call, {obj(require(fn, 'object_inout'))}, {fwd});")
-    elif op == "init":
-        prov = role_param(fn, "provided_out")
-        set_prov = f"*provided_ = *{ierr} == MPI_SUCCESS ? *{prov} : MPI_THREAD_SINGLE;" if prov \
+        prov = role_param(fn, "provided_out")  # an out-pointer in both languages
+        set_prov = f"*provided_ = rc_ == MPI_SUCCESS ? *{prov} : MPI_THREAD_SINGLE;" if prov \
             else "*provided_ = MPI_THREAD_SINGLE;"
-        lines.append(f"  *{ierr} = rt::on_init(call, MPI_THREAD_SINGLE, [&](int* provided_) {{\n"
-                     f"    pmpi({args});\n"
-                     f"    {set_prov}\n"
-                     f"    return static_cast<int>(*{ierr});\n"
-                     f"  }});")
+        required = lang.deref("required") if any(n == "required" for _, n in lang.params) else "MPI_THREAD_SINGLE"
+        lines.append(ret(f"rt::on_init(call, {required}, [&](int* provided_) {{\n"
+                         f"    const int rc_ = {lang.call_pmpi};\n"
+                         f"    {set_prov}\n"
+                         f"    return rc_;\n"
+                         f"  }})"))
     elif op == "finalize":
-        lines.append(f"  *{ierr} = rt::on_finalize(call, {fwd});")
+        lines.append(ret(f"rt::on_finalize(call, {fwd})"))
     elif op == "abort":
-        lines.append(f"  *{ierr} = rt::on_abort(call, rt::handle(PMPI_Comm_f2c(*comm)), *errorcode, {fwd});")
-    else:
-        raise SpecError(f"{sym}: op {op} has no Fortran form")
+        lines.append(ret(f"rt::on_abort(call, {lang.handle('comm', 'comm')}, {lang.deref('errorcode')}, {fwd})"))
     return lines
 
 
@@ -258,9 +253,9 @@ def generate(spec, declared):
             out.append(f"// {fn['name']}: not declared by this MPI library, not intercepted.")
             out.append("")
             continue
-        params = fn["params"].strip() or "void"
-        out.append(f'extern "C" ATTRCHECK_EXPORT int {fn["name"]}({params}) {{')
-        out.extend(body(fn))
+        lang = C(fn, parse_params(fn["params"], fn["name"]))
+        out.append(lang.signature() + " {")
+        out.extend(body(fn, lang))
         out.append("}")
         out.append("")
         count += 1
@@ -274,8 +269,11 @@ def generate(spec, declared):
                 raise SpecError(f"{fn.get('symbol', '?')}: missing '{key}'")
         if fn["op"] not in ("init", "finalize", "abort") and fn.get("kind") not in KINDS:
             raise SpecError(f"{fn['symbol']}: op {fn['op']} needs a kind")
-        out.append(f'extern "C" ATTRCHECK_EXPORT void {fn["symbol"]}({fn["params"]}) {{')
-        out.extend(fortran_body(fn))
+        if fn["binding"] not in ("aint", "int"):
+            raise SpecError(f"{fn['symbol']}: binding must be 'aint' or 'int'")
+        lang = Fortran(fn, parse_params(fn["params"], fn["symbol"]))
+        out.append(lang.signature() + " {")
+        out.extend(body(fn, lang))
         out.append("}")
         out.append("")
         count += 1
