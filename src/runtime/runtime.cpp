@@ -513,14 +513,18 @@ KeyRecord* record_for(int engine_id) noexcept {
 }
 
 KeyRecord* new_record(int engine_id) {
-  static std::mutex mu;
   Runtime& r = state();
   const unsigned slot = static_cast<unsigned>(engine_id) & 0xFFFF;
-  std::lock_guard<std::mutex> lock(mu);
-  KeyRecord* chunk = r.records[slot / Runtime::kChunk].load(std::memory_order_acquire);
-  if (!chunk) {
-    chunk = new KeyRecord[Runtime::kChunk];
-    r.records[slot / Runtime::kChunk].store(chunk, std::memory_order_release);
+  std::atomic<KeyRecord*>& dir = r.records[slot / Runtime::kChunk];
+  KeyRecord* chunk = dir.load(std::memory_order_acquire);
+  if (!chunk) {  // only allocating a chunk needs a lock; the engine hands each slot to one keyval
+    static std::mutex mu;
+    std::lock_guard<std::mutex> lock(mu);
+    chunk = dir.load(std::memory_order_acquire);
+    if (!chunk) {
+      chunk = new KeyRecord[Runtime::kChunk];
+      dir.store(chunk, std::memory_order_release);
+    }
   }
   KeyRecord* rec = &chunk[slot % Runtime::kChunk];
   rec->engine_id.store(0, std::memory_order_release);
