@@ -8,6 +8,7 @@ import glob
 import json
 import os
 import re
+import subprocess
 import tempfile
 
 RANK_SCHEMA = "attrcheck.rank-report"
@@ -153,7 +154,7 @@ def merge_directory(directory, command=None, exit_code=None, lock=True):
                 # A rank killed while writing leaves at worst a temp file; a broken file is reported.
                 reports.append((path, {"schema": RANK_SCHEMA, "version": VERSION, "findings": [],
                                        "run": {"status": f"unreadable: {e}"}}))
-        merged = merge(reports, command=command, exit_code=exit_code)
+        merged = symbolized(merge(reports, command=command, exit_code=exit_code))
         write_atomic(os.path.join(directory, "report.json"), merged)
         return merged
     finally:
@@ -177,6 +178,67 @@ def claim_once(directory, what):
         return False
 
 
+# Symbolization: module + module-relative offset -> function, file, line (binutils' addr2line),
+# after the run, so that it also works for the report of a crashed rank.
+
+_ELF_EXEC = {}
+
+
+def _is_fixed_address(module):
+    """True for a non-PIE executable (ELF type EXEC), whose addresses are absolute."""
+    if module not in _ELF_EXEC:
+        try:
+            with open(module, "rb") as f:
+                head = f.read(18)
+            _ELF_EXEC[module] = head[:4] == b"\x7fELF" and int.from_bytes(head[16:18], "little") == 2
+        except OSError:
+            _ELF_EXEC[module] = False
+    return _ELF_EXEC[module]
+
+
+_SYMBOLS = {}
+
+
+def symbolize(site):
+    """Adds function, file and line to a site where the module's debug info has them."""
+    module, offset = site.get("module"), site.get("offset")
+    if not module or not offset or not os.path.isabs(module) or not os.path.exists(module):
+        return site
+    # The site is a return address: the call is the instruction before it.
+    address = int(site["address"] if _is_fixed_address(module) else offset, 16) - 1
+    key = (module, address)
+    if key not in _SYMBOLS:
+        try:
+            out = subprocess.run(["addr2line", "-f", "-C", "-e", module, hex(address)],
+                                 capture_output=True, text=True, timeout=30).stdout.split("\n")
+        except (OSError, subprocess.SubprocessError):
+            out = []
+        function = out[0].strip() if out and out[0].strip() != "??" else ""
+        file, line = "", 0
+        if len(out) > 1 and ":" in out[1]:
+            file, _, rest = out[1].strip().rpartition(":")
+            digits = re.match(r"\d+", rest)
+            line = int(digits.group()) if digits else 0
+            if file == "??":
+                file, line = "", 0
+        _SYMBOLS[key] = (function, file, line)
+    function, file, line = _SYMBOLS[key]
+    out = dict(site)
+    if function:
+        out["function"] = function
+    if file:
+        out["file"], out["line"] = file, line
+    return out
+
+
+def symbolized(report):
+    """Symbolizes every finding's site in place; returns the report."""
+    for f in report["findings"]:
+        if f.get("site"):
+            f["site"] = symbolize(f["site"])
+    return report
+
+
 def at_or_above(findings, threshold):
     """Findings whose severity is at or above `threshold` ('error' | 'warning' | 'info' | 'never')."""
     if threshold == "never":
@@ -185,8 +247,11 @@ def at_or_above(findings, threshold):
     return [f for f in findings if f.get("severity") in SEVERITIES and SEVERITIES.index(f["severity"]) <= limit]
 
 
-def _location(f):
+def location(f):
+    """Where a finding is, for people: function (file:line), else symbol, else module+offset."""
     site = f.get("site") or {}
+    if site.get("file"):
+        return f"{site.get('function') or site.get('symbol') or '?'} ({os.path.basename(site['file'])}:{site['line']})"
     if site.get("symbol"):
         return site["symbol"]
     module = os.path.basename(site.get("module") or "") or "?"
@@ -225,7 +290,7 @@ def summary_text(report):
         rows = [("severity", "rule", "count", "ranks", "where", "message")]
         for f in findings:
             rows.append((f.get("severity", "?"), f.get("rule", "?"), str(f.get("count", 1)),
-                         _ranks_text(f.get("ranks", [])), _location(f), f.get("message", "")))
+                         _ranks_text(f.get("ranks", [])), location(f), f.get("message", "")))
         widths = [max(len(r[i]) for r in rows) for i in range(5)]
         for r in rows:
             lines.append("  " + "  ".join(r[i].ljust(widths[i]) for i in range(5)) + "  " + r[5])

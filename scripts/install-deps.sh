@@ -8,6 +8,7 @@ packages=(
   libopenmpi-dev openmpi-bin gfortran
   libboost-stacktrace-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  binutils python3-jsonschema
 )
 
 missing=()

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 
@@ -236,7 +238,11 @@ void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcep
   } else if (!signal_safe && in.site) {
     Dl_info dl{};
     if (dladdr(in.site, &dl) && dl.dli_fname) {
-      copy_str(f.module, sizeof f.module, dl.dli_fname);
+      // An absolute path, so the report can be symbolized after the run (dladdr reports the main
+      // program as it was started, e.g. "./app").
+      char absolute[PATH_MAX];
+      const bool relative = dl.dli_fname[0] != '/' && realpath(dl.dli_fname, absolute);
+      copy_str(f.module, sizeof f.module, relative ? absolute : dl.dli_fname);
       f.offset = static_cast<std::uint64_t>(static_cast<const char*>(in.site) - static_cast<const char*>(dl.dli_fbase));
       if (dl.dli_sname) {
         Appender a{f.symbol, sizeof f.symbol};

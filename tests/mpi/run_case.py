@@ -20,6 +20,18 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "reports"))
 import attrcheck_report as reports  # noqa: E402
+import jsonschema  # noqa: E402  (Debian's python3-jsonschema)
+
+with open(os.path.join(HERE, "..", "..", "reports", "attrcheck-report.schema.json")) as _f:
+    SCHEMA = jsonschema.Draft202012Validator(json.load(_f))
+
+
+def schema_errors(path):
+    """Every report the suite produces must match the published schema."""
+    with open(path) as f:
+        data = json.load(f)
+    return [f"{path}: {'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}"
+            for e in SCHEMA.iter_errors(data)][:5]
 
 ENV = {
     "OMPI_ALLOW_RUN_AS_ROOT": "1",
@@ -93,10 +105,12 @@ def main():
     for path in reports.rank_files(out):
         try:
             reports.load(path)
+            failures.extend(schema_errors(path))
         except reports.ReportError as e:
             failures.append(str(e))
     try:
         merged = reports.load(os.path.join(out, "report.json"))
+        failures.extend(schema_errors(os.path.join(out, "report.json")))
     except reports.ReportError as e:
         failures.append(str(e))
         merged = {"findings": [], "ranks": []}

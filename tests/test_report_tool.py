@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""attrcheck-report as CI and reviewers use it: summary, merge, gate, SARIF, JUnit, bad input.
+
+usage: test_report_tool.py BUILD_DIR
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+import xml.etree.ElementTree as ET
+
+BUILD = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else os.path.abspath("build")
+TOOL = os.path.join(BUILD, "bin", "attrcheck-report")
+LAUNCHER = os.path.join(BUILD, "bin", "attrcheck")
+DEMO = os.path.join(BUILD, "examples", "demo")
+SCHEMA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reports", "attrcheck-report.schema.json")
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_rmaps_base_oversubscribe="1")
+
+
+def tool(*args):
+    return subprocess.run([TOOL, *args], capture_output=True, text=True, timeout=120)
+
+
+class ReportToolTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="attrcheck-report-test-")
+        cls.run_dir = os.path.join(cls.dir, "run")
+        subprocess.run([LAUNCHER, "--output", cls.run_dir, "--fail-on", "never", "--", "mpirun", "-np", "2", DEMO],
+                       env=ENV, capture_output=True, timeout=120, check=True)
+        cls.rank0 = os.path.join(cls.run_dir, "rank-0.json")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def out(self, name):
+        return os.path.join(self.dir, name)
+
+    def test_summary_of_a_run_directory_has_rules_ranks_and_source_lines(self):
+        p = tool("summary", self.run_dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("4 error(s), 12 warning(s)", p.stdout)
+        line = next(l for l in p.stdout.splitlines() if "keyval.double-free" in l)
+        self.assertIn("0-1", line)                 # both ranks
+        self.assertIn("main (demo.c:", line)       # symbolized to the source line
+        self.assertIn("freed a second time", line)
+
+    def test_merge_writes_one_report_and_refuses_to_overwrite(self):
+        target = self.out("merged.json")
+        p = tool("merge", self.rank0, os.path.join(self.run_dir, "rank-1.json"), "-o", target)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(target) as f:
+            merged = json.load(f)
+        self.assertEqual(merged["schema"], "attrcheck.report")
+        self.assertEqual(sorted(r["rank"] for r in merged["ranks"]), [0, 1])
+        double = next(f for f in merged["findings"] if f["rule"] == "keyval.double-free")
+        self.assertEqual((double["count"], double["ranks"]), (2, [0, 1]))
+        again = tool("merge", self.run_dir, "-o", target)
+        self.assertEqual(again.returncode, 2)
+        self.assertIn("already exists (pass --force to overwrite)", again.stderr)
+        self.assertEqual(tool("merge", self.run_dir, "-o", target, "--force").returncode, 0)
+        # A merged report merges again (e.g. several jobs of one CI run).
+        self.assertEqual(tool("merge", target, self.rank0, "-o", self.out("twice.json")).returncode, 0)
+
+    def test_gate_by_severity_and_rule(self):
+        self.assertEqual(tool("gate", self.run_dir).returncode, 1)  # errors exist
+        self.assertEqual(tool("gate", self.run_dir, "--rule", "deprecated.*").returncode, 0)  # warnings only
+        p = tool("gate", self.run_dir, "--rule", "deprecated.*", "--fail-on", "warning")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("gate FAILED: 4 finding(s)", p.stderr)
+        self.assertEqual(tool("gate", self.run_dir, "--rule", "thread.*", "--fail-on", "info").returncode, 0)
+
+    def test_sarif_has_rules_and_results_at_source_lines(self):
+        target = self.out("out.sarif")
+        self.assertEqual(tool("sarif", self.run_dir, "-o", target, "--force").returncode, 0)
+        with open(target) as f:
+            sarif = json.load(f)
+        self.assertEqual(sarif["version"], "2.1.0")
+        run = sarif["runs"][0]
+        rules = [r["id"] for r in run["tool"]["driver"]["rules"]]
+        self.assertIn("keyval.double-free", rules)
+        self.assertNotIn("stable.id", rules)
+        result = next(r for r in run["results"] if r["ruleId"] == "keyval.double-free")
+        self.assertEqual(result["level"], "error")
+        self.assertEqual(rules[result["ruleIndex"]], "keyval.double-free")
+        loc = result["locations"][0]["physicalLocation"]
+        self.assertTrue(loc["artifactLocation"]["uri"].endswith("examples/demo.c"))
+        with open(os.path.join(os.path.dirname(SCHEMA), "..", "examples", "demo.c")) as f:
+            source_line = f.readlines()[loc["region"]["startLine"] - 1]
+        self.assertIn("MPI_Comm_free_keyval(&saved)", source_line)  # the line of the seeded bug
+        self.assertEqual(result["occurrenceCount"], 2)
+        self.assertEqual(result["properties"]["ranks"], [0, 1])
+
+    def test_junit_one_case_per_rule_failures_for_findings(self):
+        target = self.out("out.xml")
+        self.assertEqual(tool("junit", self.run_dir, "-o", target, "--force").returncode, 0)
+        suite = ET.parse(target).getroot().find("testsuite")
+        cases = {c.get("name"): c for c in suite.findall("testcase")}
+        self.assertEqual(len(cases), 25)
+        self.assertEqual(int(suite.get("tests")), 25)
+        failed = sorted(n for n, c in cases.items() if c.find("failure") is not None)
+        self.assertEqual(failed, ["attr.leak", "deprecated.call", "deprecated.constant", "keyval.double-free",
+                                  "keyval.kind-mismatch", "keyval.leak"])
+        self.assertEqual(int(suite.get("failures")), 6)
+        self.assertIn("demo.c:", cases["keyval.double-free"].find("failure").text)
+
+    def test_bad_input_is_a_clear_error(self):
+        truncated = self.out("truncated.json")
+        with open(self.rank0) as f, open(truncated, "w") as g:
+            g.write(f.read()[:200])
+        p = tool("summary", truncated)
+        self.assertEqual(p.returncode, 2)
+        self.assertRegex(p.stderr, r"truncated\.json:\d+:\d+: not valid JSON")
+        future = self.out("future.json")
+        with open(self.rank0) as f:
+            data = json.load(f)
+        data["version"] = "2.0"
+        with open(future, "w") as g:
+            json.dump(data, g)
+        p = tool("gate", future)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("schema version 2.0 is not supported", p.stderr)
+        p = tool("summary", self.out("missing.json"))
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("missing.json: No such file or directory", p.stderr)
+        not_ours = self.out("other.json")
+        with open(not_ours, "w") as g:
+            g.write('{"hello": 1}')
+        self.assertIn("not an attrcheck report", tool("summary", not_ours).stderr)
+        self.assertEqual(tool("frobnicate", self.run_dir).returncode, 2)
+
+    def test_reports_match_the_schema(self):
+        import jsonschema
+        with open(SCHEMA) as f:
+            validator = jsonschema.Draft202012Validator(json.load(f))
+        for path in (self.rank0, os.path.join(self.run_dir, "report.json")):
+            with open(path) as f:
+                self.assertEqual([e.message for e in validator.iter_errors(json.load(f))], [], path)
+        with open(self.rank0) as f:
+            bad = json.load(f)
+        bad["findings"][0]["severity"] = "fatal"
+        self.assertTrue(list(validator.iter_errors(bad)))  # the schema does constrain
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
