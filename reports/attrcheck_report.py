@@ -77,10 +77,51 @@ def _finding_key(f):
     return (f.get("rule"), f.get("call"), site.get("module"), site.get("offset"), message)
 
 
+class _Depot:
+    """The merged report's stacks: each distinct one once (by module and offset, which are the
+    same in every rank), numbered from 1."""
+
+    def __init__(self):
+        self.ids, self.stacks = {}, []
+
+    def intern(self, frames):
+        key = tuple((fr.get("module", ""), fr.get("offset", "")) for fr in frames)
+        if not key:
+            return None
+        if key not in self.ids:
+            self.ids[key] = len(self.stacks) + 1
+            self.stacks.append({"id": self.ids[key], "frames": [dict(fr) for fr in frames]})
+        return self.ids[key]
+
+
+def _restack(f, table, depot):
+    """Points a finding's stack references at the merged depot."""
+    if "stack" in f:
+        sid = depot.intern(table.get(f["stack"], []))
+        if sid:
+            f["stack"] = sid
+        else:
+            del f["stack"]
+    if f.get("provenance"):
+        provenance = []
+        for p in f["provenance"]:
+            p = dict(p)
+            if "stack" in p:
+                sid = depot.intern(table.get(p["stack"], []))
+                if sid:
+                    p["stack"] = sid
+                else:
+                    del p["stack"]
+            provenance.append(p)
+        f["provenance"] = provenance
+    return f
+
+
 def merge(reports, command=None, exit_code=None):
     """Merges per-rank (or already merged) reports into one merged report."""
-    ranks, merged = [], {}
+    ranks, merged, depot = [], {}, _Depot()
     for path, data in reports:
+        table = {s["id"]: s.get("frames", []) for s in data.get("stacks", [])}
         if data.get("schema") == MERGED_SCHEMA:
             ranks.extend(data.get("ranks", []))
             findings = data["findings"]
@@ -93,7 +134,7 @@ def merge(reports, command=None, exit_code=None):
         for f in findings:
             key = _finding_key(f)
             if key not in merged:
-                entry = {k: v for k, v in f.items() if k not in ("rank", "ranks", "count")}
+                entry = _restack({k: v for k, v in f.items() if k not in ("rank", "ranks", "count")}, table, depot)
                 entry["count"] = 0
                 entry["ranks"] = []
                 merged[key] = entry
@@ -109,7 +150,7 @@ def merge(reports, command=None, exit_code=None):
     summary = {s: sum(f["count"] for f in findings if f.get("severity") == s) for s in SEVERITIES}
     out = {"schema": MERGED_SCHEMA, "version": VERSION, "tool": {"name": "attrcheck"},
            "ranks": sorted(ranks, key=lambda r: (r.get("rank") is None, r.get("rank") or 0)),
-           "summary": summary, "findings": findings}
+           "summary": summary, "findings": findings, "stacks": depot.stacks}
     if command is not None:
         out["command"] = list(command)
     if exit_code is not None:
@@ -196,46 +237,60 @@ def _is_fixed_address(module):
     return _ELF_EXEC[module]
 
 
-_SYMBOLS = {}
-
-
-def symbolize(site):
-    """Adds function, file and line to a site where the module's debug info has them."""
-    module, offset = site.get("module"), site.get("offset")
+def _addr2line_target(frame):
+    """(module, address for addr2line) of a frame or site, or None if it cannot be symbolized."""
+    module, offset = frame.get("module"), frame.get("offset")
     if not module or not offset or not os.path.isabs(module) or not os.path.exists(module):
-        return site
-    # The site is a return address: the call is the instruction before it.
-    address = int(site["address"] if _is_fixed_address(module) else offset, 16) - 1
-    key = (module, address)
-    if key not in _SYMBOLS:
-        try:
-            out = subprocess.run(["addr2line", "-f", "-C", "-e", module, hex(address)],
-                                 capture_output=True, text=True, timeout=30).stdout.split("\n")
-        except (OSError, subprocess.SubprocessError):
-            out = []
-        function = out[0].strip() if out and out[0].strip() != "??" else ""
-        file, line = "", 0
-        if len(out) > 1 and ":" in out[1]:
-            file, _, rest = out[1].strip().rpartition(":")
-            digits = re.match(r"\d+", rest)
-            line = int(digits.group()) if digits else 0
-            if file == "??":
-                file, line = "", 0
-        _SYMBOLS[key] = (function, file, line)
-    function, file, line = _SYMBOLS[key]
-    out = dict(site)
-    if function:
-        out["function"] = function
-    if file:
-        out["file"], out["line"] = file, line
-    return out
+        return None
+    base = frame.get("address") if _is_fixed_address(module) else offset
+    if not base:
+        return None
+    # A return address: the call is the instruction before it.
+    return module, int(base, 16) - 1
+
+
+def _addr2line(module, addresses):
+    """{address: (function, file, line)} from one addr2line run over a module."""
+    try:
+        out = subprocess.run(["addr2line", "-f", "-C", "-e", module] + [hex(a) for a in addresses],
+                             capture_output=True, text=True, timeout=120).stdout.split("\n")
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    result = {}
+    for i, address in enumerate(addresses):
+        if 2 * i + 1 >= len(out):
+            break
+        function = out[2 * i].strip()
+        where = out[2 * i + 1].strip()
+        file, _, rest = where.rpartition(":")
+        digits = re.match(r"\d+", rest)
+        line = int(digits.group()) if digits and file != "??" else 0
+        result[address] = ("" if function == "??" else function, "" if file in ("??", "") else file, line)
+    return result
 
 
 def symbolized(report):
-    """Symbolizes every finding's site in place; returns the report."""
-    for f in report["findings"]:
-        if f.get("site"):
-            f["site"] = symbolize(f["site"])
+    """Adds function, file and line to every site and stack frame whose module has them
+    (binutils' addr2line, one run per module); returns the report."""
+    frames = [f["site"] for f in report.get("findings", []) if f.get("site")]
+    for stack in report.get("stacks", []):
+        frames.extend(stack.get("frames", []))
+    wanted = {}
+    for frame in frames:
+        target = _addr2line_target(frame)
+        if target:
+            wanted.setdefault(target[0], set()).add(target[1])
+    known = {}
+    for module, addresses in wanted.items():
+        for address, info in _addr2line(module, sorted(addresses)).items():
+            known[(module, address)] = info
+    for frame in frames:
+        target = _addr2line_target(frame)
+        function, file, line = known.get(target, ("", "", 0)) if target else ("", "", 0)
+        if function:
+            frame["function"] = function
+        if file:
+            frame["file"], frame["line"] = file, line
     return report
 
 
@@ -245,6 +300,23 @@ def at_or_above(findings, threshold):
         return []
     limit = SEVERITIES.index(threshold)
     return [f for f in findings if f.get("severity") in SEVERITIES and SEVERITIES.index(f["severity"]) <= limit]
+
+
+def frame_text(frame):
+    """function (file:line), else the module and offset."""
+    if frame.get("file"):
+        return f"{frame.get('function') or '?'} ({os.path.basename(frame['file'])}:{frame.get('line', 0)})"
+    if frame.get("function"):
+        return frame["function"]
+    return f"{os.path.basename(frame.get('module') or '?')}+{frame.get('offset', '?')}"
+
+
+def stack_frames(report, stack_id):
+    """The frames of a stack id of `report` ([] if none)."""
+    for s in report.get("stacks", []):
+        if s.get("id") == stack_id:
+            return s.get("frames", [])
+    return []
 
 
 def location(f):
@@ -294,4 +366,13 @@ def summary_text(report):
         widths = [max(len(r[i]) for r in rows) for i in range(5)]
         for r in rows:
             lines.append("  " + "  ".join(r[i].ljust(widths[i]) for i in range(5)) + "  " + r[5])
+    # Like a memory checker's "freed here / allocated here": where what each finding is about came from.
+    with_provenance = [f for f in findings if f.get("provenance")]
+    if with_provenance:
+        lines.append("provenance:")
+        for f in with_provenance:
+            lines.append(f"  {f.get('rule')} at {location(f)}:")
+            for p in f["provenance"]:
+                frames = stack_frames(report, p.get("stack"))
+                lines.append(f"    {p.get('what')} at {frame_text(frames[0]) if frames else '?'}")
     return "\n".join(lines) + "\n"

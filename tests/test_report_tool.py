@@ -109,6 +109,32 @@ class ReportToolTest(unittest.TestCase):
         self.assertEqual(int(suite.get("failures")), 6)
         self.assertIn("demo.c:", cases["keyval.double-free"].find("failure").text)
 
+    def source_line(self, frame):
+        with open(frame["file"]) as f:
+            return f.readlines()[frame["line"] - 1]
+
+    def test_findings_carry_stacks_and_provenance_at_source_lines(self):
+        with open(os.path.join(self.run_dir, "report.json")) as f:
+            report = json.load(f)
+        stacks = {s["id"]: s["frames"] for s in report["stacks"]}
+        double = next(f for f in report["findings"] if f["rule"] == "keyval.double-free")
+        where = stacks[double["stack"]]
+        self.assertEqual(where[0]["function"], "main")  # attrcheck's and MPI's frames trimmed
+        self.assertIn("MPI_Comm_free_keyval(&saved)", self.source_line(where[0]))
+        provenance = {p["what"]: stacks[p["stack"]][0] for p in double["provenance"]}
+        self.assertIn("MPI_Comm_create_keyval(MPI_COMM_DUP_FN", self.source_line(provenance["keyval created"]))
+        self.assertIn("MPI_Comm_free_keyval(&cache_key)", self.source_line(provenance["keyval freed"]))
+        leak = next(f for f in report["findings"] if f["rule"] == "attr.leak")
+        provenance = {p["what"]: stacks[p["stack"]][0] for p in leak["provenance"]}
+        self.assertIn("MPI_Comm_set_attr(lib_comm", self.source_line(provenance["attribute set"]))
+        self.assertIn("MPI_Comm_dup(MPI_COMM_WORLD, &lib_comm)", self.source_line(provenance["object created"]))
+        # Each distinct stack is stored once.
+        keys = [tuple((fr["module"], fr["offset"]) for fr in s["frames"]) for s in report["stacks"]]
+        self.assertEqual(len(keys), len(set(keys)))
+        summary = tool("summary", self.run_dir).stdout
+        self.assertRegex(summary, r"keyval\.double-free at main \(demo\.c:\d+\):\n    keyval created at main "
+                                  r"\(demo\.c:\d+\)\n    keyval freed at main \(demo\.c:\d+\)")
+
     def test_bad_input_is_a_clear_error(self):
         truncated = self.out("truncated.json")
         with open(self.rank0) as f, open(truncated, "w") as g:

@@ -1,5 +1,7 @@
 #include "report/report.hpp"
 
+#include "attrcheck/provenance.hpp"
+
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -175,6 +177,65 @@ void expand_template(const char* tmpl, const FindingInput& in, char* out, std::s
   }
 }
 
+namespace {
+// Our own module (libattrcheck.so, or the test executable): its frames are never the user's.
+const void* own_base() noexcept {
+  static const void* base = [] {
+    Dl_info dl{};
+    return dladdr(reinterpret_cast<const void*>(&own_base), &dl) ? dl.dli_fbase : nullptr;
+  }();
+  return base;
+}
+
+bool is_tool_frame(const Dl_info& dl) noexcept {
+  if (dl.dli_fbase == own_base()) return true;
+  const char* name = dl.dli_fname ? std::strrchr(dl.dli_fname, '/') : nullptr;
+  name = name ? name + 1 : (dl.dli_fname ? dl.dli_fname : "");
+  return std::strncmp(name, "libmpi", 6) == 0 || std::strncmp(name, "libopen-", 8) == 0 ||
+         std::strncmp(name, "libattrcheck", 12) == 0;
+}
+
+void resolve_module(const Dl_info& dl, char* out, std::size_t size) noexcept {
+  // An absolute path, so the report can be symbolized after the run (dladdr reports the main
+  // program as it was started, e.g. "./app").
+  char absolute[PATH_MAX];
+  const bool relative = dl.dli_fname[0] != '/' && realpath(dl.dli_fname, absolute);
+  copy_str(out, size, relative ? absolute : dl.dli_fname);
+}
+}  // namespace
+
+int FindingStore::intern_module(const char* path) noexcept {
+  const int n = modules_used_.load(std::memory_order_relaxed);
+  for (int i = 0; i < n; ++i)
+    if (std::strcmp(modules_[i], path) == 0) return i;
+  if (n >= kModules) return -1;
+  copy_str(modules_[n], sizeof modules_[n], path);
+  modules_used_.store(n + 1, std::memory_order_release);
+  return n;
+}
+
+void FindingStore::resolve_stack(const void* const* frames, int depth, int max_depth, StackRec* out) noexcept {
+  out->depth = 0;
+  bool user_seen = false;
+  for (int i = 0; i < depth && out->depth < max_depth && out->depth < kStackFrames; ++i) {
+    Dl_info dl{};
+    const bool known = frames[i] && dladdr(frames[i], &dl) && dl.dli_fname;
+    if (!user_seen && known && is_tool_frame(dl)) continue;  // trim the innermost tool frames
+    user_seen = true;
+    Frame& f = out->frames[out->depth++];
+    f.address = frames[i];
+    f.offset = known ? static_cast<std::uint64_t>(static_cast<const char*>(frames[i]) -
+                                                  static_cast<const char*>(dl.dli_fbase))
+                     : 0;
+    f.module = -1;
+    if (known) {
+      char path[PATH_MAX];
+      resolve_module(dl, path, sizeof path);
+      f.module = intern_module(path);
+    }
+  }
+}
+
 void FindingStore::record(const FindingInput& in) noexcept { record_impl(in, false); }
 void FindingStore::record_async_signal_safe(const FindingInput& in) noexcept { record_impl(in, true); }
 
@@ -238,11 +299,7 @@ void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcep
   } else if (!signal_safe && in.site) {
     Dl_info dl{};
     if (dladdr(in.site, &dl) && dl.dli_fname) {
-      // An absolute path, so the report can be symbolized after the run (dladdr reports the main
-      // program as it was started, e.g. "./app").
-      char absolute[PATH_MAX];
-      const bool relative = dl.dli_fname[0] != '/' && realpath(dl.dli_fname, absolute);
-      copy_str(f.module, sizeof f.module, relative ? absolute : dl.dli_fname);
+      resolve_module(dl, f.module, sizeof f.module);
       f.offset = static_cast<std::uint64_t>(static_cast<const char*>(in.site) - static_cast<const char*>(dl.dli_fbase));
       if (dl.dli_sname) {
         Appender a{f.symbol, sizeof f.symbol};
@@ -250,6 +307,20 @@ void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcep
         a.put("+");
         a.hex(static_cast<unsigned long long>(static_cast<const char*>(in.site) - static_cast<const char*>(dl.dli_saddr)));
       }
+    }
+  }
+  f.stack.depth = 0;
+  f.provenance_count = 0;
+  if (!signal_safe && stack_depth_ > 0) {
+    void* frames[kStackFrames + 24];
+    const int n = capture_stack(frames, stack_depth_ + 24, 0);
+    resolve_stack(frames, n, stack_depth_, &f.stack);
+    for (int i = 0; i < in.provenance_count && i < kMaxProvenance; ++i) {
+      const ProvenanceInput& p = in.provenance[i];
+      if (!p.what || p.depth <= 0) continue;
+      Finding::Provenance& out = f.provenance[f.provenance_count++];
+      copy_str(out.what, sizeof out.what, p.what);
+      resolve_stack(p.frames, p.depth, stack_depth_, &out.stack);
     }
   }
   f.count.store(1, std::memory_order_relaxed);
@@ -277,6 +348,40 @@ bool FindingStore::any_at_or_above(int threshold) const noexcept {
     if (c[s]) return true;
   return false;
 }
+
+namespace {
+bool same_stack(const StackRec& a, const StackRec& b) noexcept {
+  if (a.depth != b.depth) return false;
+  for (int i = 0; i < a.depth; ++i)
+    if (a.frames[i].address != b.frames[i].address) return false;
+  return true;
+}
+
+// The stack depot of a report: each distinct stack is written once. A stack's id is the position
+// (in walk order over all findings' stacks) of its first occurrence, so ids are unique, stable
+// and computable without storing anything (no allocation in a signal handler).
+struct StackWalk {
+  const FindingStore& store;
+  template <typename Fn>
+  void each(Fn fn) const noexcept {  // fn(position, stack)
+    int position = 0;
+    for (std::size_t i = 0; i < store.size(); ++i) {
+      const Finding& f = store.at(i);
+      if (!f.committed.load(std::memory_order_acquire)) continue;
+      if (f.stack.depth) fn(++position, f.stack);
+      for (int k = 0; k < f.provenance_count; ++k)
+        if (f.provenance[k].stack.depth) fn(++position, f.provenance[k].stack);
+    }
+  }
+  int id_of(const StackRec& s) const noexcept {
+    int id = 0;
+    each([&](int position, const StackRec& t) {
+      if (!id && same_stack(t, s)) id = position;
+    });
+    return id;
+  }
+};
+}  // namespace
 
 bool render_json(int fd, const RunInfo& run, const FindingStore& store) noexcept {
   FdWriter w(fd);
@@ -327,6 +432,18 @@ bool render_json(int fd, const RunInfo& run, const FindingStore& store) noexcept
       if (f.object_name[0]) { w.raw(","); w.key("name"); w.str(f.object_name); }
       w.raw("}");
     }
+    const StackWalk walk{store};
+    if (f.stack.depth) { w.raw(","); w.key("stack"); w.num(walk.id_of(f.stack)); }
+    if (f.provenance_count) {
+      w.raw(","); w.key("provenance"); w.raw("[");
+      for (int k = 0; k < f.provenance_count; ++k) {
+        if (k) w.raw(",");
+        w.raw("{"); w.key("what"); w.str(f.provenance[k].what);
+        if (f.provenance[k].stack.depth) { w.raw(","); w.key("stack"); w.num(walk.id_of(f.provenance[k].stack)); }
+        w.raw("}");
+      }
+      w.raw("]");
+    }
     w.raw(","); w.key("site"); w.raw("{");
     w.key("address"); w.hex(reinterpret_cast<std::uintptr_t>(f.site)); w.raw(",");
     w.key("offset"); w.hex(f.offset); w.raw(",");
@@ -334,7 +451,25 @@ bool render_json(int fd, const RunInfo& run, const FindingStore& store) noexcept
     w.key("module"); w.str(f.module);
     w.raw("}}");
   }
-  w.raw(first ? "]}\n" : "\n]}\n");
+  w.raw(first ? "],\n" : "\n],\n");
+  // The stack depot: every distinct stack once, referenced by id from the findings.
+  w.key("stacks"); w.raw("[");
+  bool first_stack = true;
+  const StackWalk walk{store};
+  walk.each([&](int position, const StackRec& s) {
+    if (walk.id_of(s) != position) return;  // written at its first occurrence
+    w.raw(first_stack ? "\n" : ",\n");
+    first_stack = false;
+    w.raw("{"); w.key("id"); w.num(position); w.raw(","); w.key("frames"); w.raw("[");
+    for (int i = 0; i < s.depth; ++i) {
+      if (i) w.raw(",");
+      w.raw("{"); w.key("address"); w.hex(reinterpret_cast<std::uintptr_t>(s.frames[i].address)); w.raw(",");
+      w.key("module"); w.str(store.module(s.frames[i].module)); w.raw(",");
+      w.key("offset"); w.hex(s.frames[i].offset); w.raw("}");
+    }
+    w.raw("]}");
+  });
+  w.raw(first_stack ? "]}\n" : "\n]}\n");
   w.flush();
   return w.ok();
 }

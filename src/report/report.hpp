@@ -30,6 +30,26 @@ struct Appender {
   void hex(unsigned long long v) noexcept;
 };
 
+// A stack as stored in a finding: plain data, resolved to module + offset when recorded.
+inline constexpr int kStackFrames = 16;
+struct Frame {
+  const void* address;
+  std::uint64_t offset;  // address - its module's base
+  int module;            // index into the store's module table, -1 if unknown
+};
+struct StackRec {
+  int depth = 0;
+  Frame frames[kStackFrames];
+};
+
+// Where something this finding is about happened ("keyval created", "keyval freed", ...).
+struct ProvenanceInput {
+  const char* what = nullptr;
+  const void* const* frames = nullptr;
+  int depth = 0;
+};
+inline constexpr int kMaxProvenance = 2;
+
 // What a check found, as handed to FindingStore::record().
 struct FindingInput {
   Rule rule;
@@ -44,6 +64,8 @@ struct FindingInput {
   const char* object_name = nullptr;  // e.g. "MPI_COMM_WORLD"
   const char* detail = nullptr;
   const char* replacement = nullptr;
+  ProvenanceInput provenance[kMaxProvenance];
+  int provenance_count = 0;
 };
 
 struct Finding {
@@ -64,6 +86,12 @@ struct Finding {
   char hint[192] = {};
   char symbol[192] = {};
   char module[192] = {};
+  StackRec stack;                    // where: the calling stack, attrcheck and MPI frames trimmed
+  struct Provenance {
+    char what[32] = {};
+    StackRec stack;
+  } provenance[kMaxProvenance];
+  int provenance_count = 0;
 };
 
 // Run-level facts written into the report; plain data, filled at MPI_Init.
@@ -82,6 +110,10 @@ struct RunInfo {
 class FindingStore {
  public:
   static constexpr std::size_t kCapacity = 1024;
+
+  // Frames recorded per stack (0: none); set once at start-up (ATTRCHECK_STACK_DEPTH).
+  void set_stack_depth(int depth) noexcept { stack_depth_ = depth < 0 ? 0 : depth > kStackFrames ? kStackFrames : depth; }
+  int stack_depth() const noexcept { return stack_depth_; }
 
   // Records (or counts) a finding. Normal path: may symbolize. Thread-safe.
   void record(const FindingInput& in) noexcept;
@@ -105,6 +137,21 @@ class FindingStore {
   std::atomic<bool> busy_{false};
   std::atomic<std::uint64_t> dropped_{0};
   std::atomic<std::uint64_t> version_{0};  // bumps on every change: rewrite the report if moved
+  int stack_depth_ = kStackFrames;
+
+ public:
+  // The modules stacks point into (absolute paths), shared by all findings.
+  static constexpr int kModules = 64;
+  int modules() const noexcept { return modules_used_.load(std::memory_order_acquire); }
+  const char* module(int i) const noexcept { return i >= 0 && i < modules() ? modules_[i] : ""; }
+
+ private:
+  // Fills `out` from raw return addresses (normal path: uses dladdr), dropping the innermost
+  // frames that are inside attrcheck or the MPI library, keeping at most `max_depth`.
+  void resolve_stack(const void* const* frames, int depth, int max_depth, StackRec* out) noexcept;
+  int intern_module(const char* path) noexcept;  // caller holds busy_
+  char modules_[kModules][192] = {};
+  std::atomic<int> modules_used_{0};
 };
 
 // Renders the report as JSON to `fd`. Async-signal-safe. False if a write failed.

@@ -212,7 +212,7 @@ int on_create_keyval(const Call& call, void* copy_fn, void* delete_fn, int* keyv
     }
   }
   int engine_id = 0;
-  const Result res = r.engine->create_keyval(spec, &engine_id);
+  const Result res = r.engine->create_keyval(spec, &engine_id, origin_here());
   if (!res.ok()) return r.mode == Mode::Shadow ? forward(copy_fn, delete_fn, extra_state) : MPI_ERR_OTHER;
   KeyRecord* rec = new_record(engine_id);
   rec->kind = kind;
@@ -255,7 +255,7 @@ int on_free_keyval(const Call& call, int* keyval, FnRef<int()> forward) {
   const ObjectKind kind = call.api->kind;
   const int user_key = *keyval;
   int engine_key = to_engine_key(user_key);
-  const Result res = r.engine->free_keyval(kind, &engine_key);
+  const Result res = r.engine->free_keyval(kind, &engine_key, origin_here());
   if (!res.ok()) return refuse(call, res, kind, 0, user_key, to_engine_key(user_key));
   if (r.mode == Mode::Emulate) {
     *keyval = MPI_KEYVAL_INVALID;
@@ -276,7 +276,8 @@ int on_set_attr(const Call& call, Handle h, int key, std::uint64_t word, FnRef<i
   const ObjectKind kind = call.api->kind;
   if (in_callback_for(kind, h)) return reentrant(call, kind, h);
   const int engine_key = to_engine_key(key);
-  auto set = [&] { return r.engine->set_attr(kind, h, engine_key, call.api->binding, word); };
+  const Origin origin = origin_site(call);
+  auto set = [&] { return r.engine->set_attr(kind, h, engine_key, call.api->binding, word, origin); };
   if (r.mode == Mode::Emulate) {
     const Result res = with_object(kind, h, set);
     return res.ok() ? MPI_SUCCESS : refuse(call, res, kind, h, key, engine_key);
@@ -400,13 +401,13 @@ Handle null_handle(ObjectKind kind) {
   return 0;
 }
 
-void register_new(ObjectKind kind, Handle h) {
+void register_new(ObjectKind kind, Handle h, Origin origin) {
   if (h == null_handle(kind)) return;
   note_created(kind, h);
   Engine& e = *state().engine;
-  if (e.create_object(kind, h).status == Status::ObjectExists) {
+  if (e.create_object(kind, h, kObjectNone, origin).status == Status::ObjectExists) {
     e.forget_object(kind, h);
-    e.create_object(kind, h);
+    e.create_object(kind, h, kObjectNone, origin);
   }
 }
 
@@ -435,7 +436,7 @@ int on_dup(const Call& call, Handle old, FnRef<int(Handle*)> forward, FnRef<void
     if (rc != MPI_SUCCESS) return rc;
     note_created(kind, fresh);
     e.forget_object(kind, fresh);  // a stale registration of a reused handle, if any
-    const Result res = e.dup_object(kind, old, fresh);
+    const Result res = e.dup_object(kind, old, fresh, origin_site(call));
     if (res.ok()) return MPI_SUCCESS;
     undo();
     return refuse(call, res, kind, old, 0, 0);
@@ -456,11 +457,11 @@ int on_dup(const Call& call, Handle old, FnRef<int(Handle*)> forward, FnRef<void
     }
     note_created(kind, fresh);
     e.forget_object(kind, fresh);  // a stale registration of a reused handle, if any
-    res = e.dup_object(kind, old, fresh);
+    res = e.dup_object(kind, old, fresh, origin_site(call));
     replay.finish();
     if (!res.ok()) {
       result_divergence(call, rc, res, 0);
-      register_new(kind, fresh);
+      register_new(kind, fresh, origin_site(call));
     }
     return rc;
   }
@@ -486,13 +487,13 @@ int on_construct(const Call& call, FnRef<int(Handle*)> forward) {
   Handle fresh = 0;
   if (r.mode == Mode::Emulate) {
     rc = forward(&fresh);
-    if (rc == MPI_SUCCESS) register_new(kind, fresh);
+    if (rc == MPI_SUCCESS) register_new(kind, fresh, origin_site(call));
     return rc;
   }
   ReplayScope replay(call, false);
   rc = forward(&fresh);
   if (rc == MPI_SUCCESS && fresh != null_handle(kind)) {
-    register_new(kind, fresh);
+    register_new(kind, fresh, origin_site(call));
     // These constructors copy no attributes. Ask the library whether the new object carries any
     // (Open MPI's MPI_Comm_create_group copies them, through callbacks or MPI_COMM_DUP_FN): mirror
     // what it holds, so later calls compare like with like, and report it once per keyval.
@@ -601,6 +602,8 @@ int on_finalize(const Call& call, FnRef<int()> forward) {
     const KeyRecord* rec = record_for(k.id);
     in.has_keyval = true;
     in.keyval = rec ? rec->user_id : k.id;
+    ProvenanceStorage storage;
+    add_provenance(in, storage, "keyval created", k.created_at);
     report(in);
   }
   for (const AttributeInfo& a : e.attributes()) {
@@ -613,6 +616,9 @@ int on_finalize(const Call& call, FnRef<int()> forward) {
     in.has_object = true;
     in.kind = a.kind;
     in.object = a.object;
+    ProvenanceStorage storage;
+    add_provenance(in, storage, "attribute set", a.set_at);
+    add_provenance(in, storage, "object created", a.object_created_at);
     report(in);
   }
   r.phase.store(static_cast<int>(Phase::Finalized), std::memory_order_release);

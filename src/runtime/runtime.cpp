@@ -34,6 +34,13 @@ bool set_on_error(Runtime& r, const char* v) {
   if (!std::strcmp(v, "abort")) return r.on_error = OnError::Abort, true;
   return false;
 }
+bool set_stack_depth(Runtime& r, const char* v) {
+  char* end = nullptr;
+  const long depth = std::strtol(v, &end, 10);
+  if (!*v || *end || depth < 0 || depth > kStackFrames) return false;
+  r.findings.set_stack_depth(static_cast<int>(depth));
+  return true;
+}
 bool set_output(Runtime& r, const char* v) {
   if (!*v || std::strlen(v) >= sizeof r.output_dir) return false;
   std::snprintf(r.output_dir, sizeof r.output_dir, "%s", v);
@@ -44,6 +51,7 @@ constexpr Flag kFlags[] = {
     {"ATTRCHECK_MODE", "shadow, emulate, off", set_mode},
     {"ATTRCHECK_ON_ERROR", "report, errhandler, abort", set_on_error},
     {"ATTRCHECK_OUTPUT", "a directory path", set_output},
+    {"ATTRCHECK_STACK_DEPTH", "0..16 frames per stack", set_stack_depth},
 };
 
 const char* mode_name(Mode m) {
@@ -125,10 +133,13 @@ void callback_detail(char* buf, std::size_t size, const char* what, const void* 
   a.put(tail);
 }
 
-void report_callback(Rule rule, const char* what, int keyval, const char* tail, const void* fn) {
+// `engine_key`: the keyval's engine id, for its provenance (where it was created).
+void report_callback(Rule rule, const char* what, int keyval, const char* tail, const void* fn, int engine_key) {
   char detail[320];
   callback_detail(detail, sizeof detail, what, fn, keyval, tail);
   FindingInput in;
+  ProvenanceStorage storage;
+  add_keyval_provenance(in, storage, engine_key, false);
   in.rule = rule;
   in.call = current_call_name();
   in.site = fn;
@@ -211,7 +222,7 @@ int call_delete(ObjectKind kind, Binding lang, void* fn, Handle object, int key,
 }
 
 int run_copy(ObjectKind kind, Binding lang, void* fn, Handle old, int key, std::uint64_t extra, std::uint64_t in,
-             std::uint64_t* out, int* flag) {
+             std::uint64_t* out, int* flag, int engine_key) {
   int rc;
   {
     CbGuard guard(kind, old, false, fn, key, true, current_call_name());
@@ -219,7 +230,7 @@ int run_copy(ObjectKind kind, Binding lang, void* fn, Handle old, int key, std::
       rc = call_copy(kind, lang, fn, old, key, extra, in, out, flag);
     } catch (...) {
       report_callback(Rule::CallbackException, "copy callback", key,
-                      " threw a C++ exception (caught by attrcheck; the call fails)", fn);
+                      " threw a C++ exception (caught by attrcheck; the call fails)", fn, engine_key);
       return MPI_ERR_OTHER;
     }
   }
@@ -230,20 +241,20 @@ int run_copy(ObjectKind kind, Binding lang, void* fn, Handle old, int key, std::
     a.num(rc);
     a.put(" during ");
     a.put(current_call_name());
-    report_callback(Rule::CallbackError, "copy callback", key, tail, fn);
+    report_callback(Rule::CallbackError, "copy callback", key, tail, fn, engine_key);
   } else if (*flag != 0 && *flag != 1) {
     Appender a{tail, sizeof tail};
     a.put(" set *flag = ");
     a.num(*flag);
     a.put(" during ");
     a.put(current_call_name());
-    report_callback(Rule::CallbackBadFlag, "copy callback", key, tail, fn);
+    report_callback(Rule::CallbackBadFlag, "copy callback", key, tail, fn, engine_key);
   }
   return rc;
 }
 
 int run_delete(ObjectKind kind, Binding lang, void* fn, Handle object, int key, std::uint64_t value, std::uint64_t extra,
-               bool teardown) {
+               bool teardown, int engine_key) {
   int rc;
   {
     CbGuard guard(kind, object, teardown, fn, key, false, current_call_name());
@@ -251,7 +262,7 @@ int run_delete(ObjectKind kind, Binding lang, void* fn, Handle object, int key, 
       rc = call_delete(kind, lang, fn, object, key, value, extra);
     } catch (...) {
       report_callback(Rule::CallbackException, "delete callback", key,
-                      " threw a C++ exception (caught by attrcheck; the call fails)", fn);
+                      " threw a C++ exception (caught by attrcheck; the call fails)", fn, engine_key);
       return MPI_ERR_OTHER;
     }
   }
@@ -262,7 +273,7 @@ int run_delete(ObjectKind kind, Binding lang, void* fn, Handle object, int key, 
     a.num(rc);
     a.put(" during ");
     a.put(current_call_name());
-    report_callback(Rule::CallbackError, "delete callback", key, tail, fn);
+    report_callback(Rule::CallbackError, "delete callback", key, tail, fn, engine_key);
   }
   return rc;
 }
@@ -278,7 +289,7 @@ int trampoline_copy_fn(Obj old, int key, void* extra, void* in, void* out, int* 
   auto* rec = static_cast<KeyRecord*>(extra);
   std::uint64_t value_out = 0;
   const int rc = run_copy(K, Binding::C, rec->copy_fn, handle(old), key, rec->extra_state,
-                          reinterpret_cast<std::uintptr_t>(in), &value_out, flag);
+                          reinterpret_cast<std::uintptr_t>(in), &value_out, flag, rec->engine_id.load());
   if (rc == MPI_SUCCESS && *flag) std::memcpy(out, &value_out, sizeof(void*));
   if (Replay* r = t_replay) {
     r->seen.push_back(Observation{true, K, handle(old), rec->engine_id.load(std::memory_order_relaxed),
@@ -291,7 +302,7 @@ template <ObjectKind K, typename Obj>
 int trampoline_delete_fn(Obj object, int key, void* value, void* extra) {
   auto* rec = static_cast<KeyRecord*>(extra);
   const int rc = run_delete(K, Binding::C, rec->delete_fn, handle(object), key, reinterpret_cast<std::uintptr_t>(value),
-                            rec->extra_state, teardown_delete(K, handle(object)));
+                            rec->extra_state, teardown_delete(K, handle(object)), rec->engine_id.load());
   if (Replay* r = t_replay)
     r->seen.push_back(Observation{false, K, handle(object), rec->engine_id.load(std::memory_order_relaxed),
                                   reinterpret_cast<std::uintptr_t>(value), rc, 0, 0, false});
@@ -361,11 +372,11 @@ class RuntimeInvoker final : public CallbackInvoker {
   int copy(const CopyCall& c, std::uint64_t* out, int* flag) override {
     if (Replay* r = t_replay) return replay_copy(*r, c, out, flag);
     *flag = kFlagUnset;
-    const int rc = run_copy(c.kind, c.lang, c.fn, c.old_object, c.keyval, c.extra_state, c.value_in, out, flag);
+    const int rc = run_copy(c.kind, c.lang, c.fn, c.old_object, c.keyval, c.extra_state, c.value_in, out, flag, c.keyval);
     if (*flag == kFlagUnset) {
       if (rc == MPI_SUCCESS)
         report_callback(Rule::CallbackBadFlag, "copy callback", c.keyval,
-                        " returned without setting *flag (treated as 0: not copied)", c.fn);
+                        " returned without setting *flag (treated as 0: not copied)", c.fn, c.keyval);
       *flag = 0;
     }
     return rc;
@@ -373,7 +384,7 @@ class RuntimeInvoker final : public CallbackInvoker {
   int del(const DeleteCall& c) override {
     if (Replay* r = t_replay) return replay_delete(*r, c);
     const bool teardown = c.cause == CallbackCause::Finalize && c.object == state().world;
-    return run_delete(c.kind, c.lang, c.fn, c.object, c.keyval, c.value, c.extra_state, teardown);
+    return run_delete(c.kind, c.lang, c.fn, c.object, c.keyval, c.value, c.extra_state, teardown, c.keyval);
   }
 };
 
@@ -696,6 +707,46 @@ void ReplayScope::finish() {
   }
 }
 
+// ---- provenance ---------------------------------------------------------------------------------
+
+Origin origin_here() {
+  Runtime& r = state();
+  if (r.findings.stack_depth() == 0) return 0;
+  return r.depot.capture(r.findings.stack_depth() + 8, 1);  // + frames of attrcheck itself, trimmed later
+}
+
+Origin origin_site(const Call& call) {
+  // The same call site over and over (a library's set in a loop): a one-entry cache per thread
+  // keeps this to a compare on the hot path.
+  static thread_local const void* last_site = nullptr;
+  static thread_local Origin last_origin = 0;
+  if (call.caller == last_site) return last_origin;
+  Runtime& r = state();
+  if (r.findings.stack_depth() == 0) return 0;
+  void* frame = const_cast<void*>(call.caller);
+  last_origin = r.depot.intern(&frame, 1);
+  last_site = call.caller;
+  return last_origin;
+}
+
+void add_provenance(FindingInput& in, ProvenanceStorage& storage, const char* what, Origin origin) {
+  if (!origin || in.provenance_count >= kMaxProvenance) return;
+  std::vector<void*>& frames = storage.frames[in.provenance_count];
+  frames = state().depot.frames(origin);
+  if (frames.empty()) return;
+  ProvenanceInput& p = in.provenance[in.provenance_count++];
+  p.what = what;
+  p.frames = frames.data();
+  p.depth = static_cast<int>(frames.size());
+}
+
+void add_keyval_provenance(FindingInput& in, ProvenanceStorage& storage, int engine_key, bool freed) {
+  KeyvalInfo info;
+  if (!state().engine->keyval_info(engine_key, &info) || info.predefined) return;
+  add_provenance(in, storage, "keyval created", info.created_at);
+  if (freed) add_provenance(in, storage, "keyval freed", info.freed_at);
+}
+
 // ---- findings and errors ------------------------------------------------------------------------
 
 void* fortran_pmpi(const char* name) noexcept { return dlsym(RTLD_DEFAULT, name); }
@@ -780,14 +831,22 @@ void report_status(const Call& call, Status status, ObjectKind kind, Handle h, i
   in.object = h;
   in.object_name = object_name(kind, h);
   char detail[160] = "";
+  ProvenanceStorage storage;
   switch (status) {
     case Status::KeyvalInvalid: in.rule = Rule::KeyvalInvalid; break;
     case Status::KeyvalUnknown: in.rule = Rule::KeyvalUnknown; break;
-    case Status::KeyvalFreed: in.rule = Rule::KeyvalFreed; break;
-    case Status::KeyvalDoubleFree: in.rule = Rule::KeyvalDoubleFree; break;
+    case Status::KeyvalFreed:
+      in.rule = Rule::KeyvalFreed;
+      add_keyval_provenance(in, storage, engine_key, true);
+      break;
+    case Status::KeyvalDoubleFree:
+      in.rule = Rule::KeyvalDoubleFree;
+      add_keyval_provenance(in, storage, engine_key, true);
+      break;
     case Status::KeyvalPredefined: in.rule = Rule::KeyvalPredefined; break;
     case Status::KeyvalKindMismatch: {
       in.rule = Rule::KeyvalKindMismatch;
+      add_keyval_provenance(in, storage, engine_key, false);
       KeyvalInfo info;
       Appender a{detail, sizeof detail};
       if (state().engine->keyval_info(engine_key, &info)) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "attrcheck/engine.hpp"
+#include "attrcheck/provenance.hpp"
 #include "report/report.hpp"
 #include "runtime/hooks.hpp"
 
@@ -91,6 +92,10 @@ struct Runtime {
   std::unordered_set<Handle> freed[kObjectKinds];
 
   Handle world = 0, self = 0;
+
+  // Provenance: where keyvals were created / freed (whole stacks), attributes set and objects
+  // created (the call site only: those are on hot paths).
+  StackDepot depot;
 };
 
 // The runtime, created on first use (the configuration is read then).
@@ -167,6 +172,18 @@ class ReplayScope {
  private:
   Replay replay_;
 };
+
+// Provenance. origin_here: the caller's stack (not cheap: keyval create / free only);
+// origin_site: just the call site, cached per thread (set, dup, constructors).
+Origin origin_here();
+Origin origin_site(const Call& call);
+// Adds "<what>" with the stack of `origin` to a finding (frames kept in `storage`).
+struct ProvenanceStorage {
+  std::vector<void*> frames[kMaxProvenance];
+};
+void add_provenance(FindingInput& in, ProvenanceStorage& storage, const char* what, Origin origin);
+// The keyval's own provenance: where it was created (and freed, when `freed`).
+void add_keyval_provenance(FindingInput& in, ProvenanceStorage& storage, int engine_key, bool freed);
 
 // Findings and errors.
 void report(const FindingInput& in);
