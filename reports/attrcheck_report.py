@@ -4,6 +4,7 @@ Used by the `attrcheck` launcher (merging the per-rank files of a run) and by th
 `attrcheck-report` tool. Python 3 standard library only.
 """
 import fcntl
+import fnmatch
 import glob
 import json
 import os
@@ -176,7 +177,7 @@ def write_atomic(path, data, overwrite=True):
         raise
 
 
-def merge_directory(directory, command=None, exit_code=None, lock=True):
+def merge_directory(directory, command=None, exit_code=None, lock=True, suppressions=None):
     """Merges a run directory's per-rank reports into DIR/report.json; returns the merged report.
 
     With `lock`, concurrent mergers (every rank's launcher in `mpirun attrcheck -- app`) take
@@ -195,7 +196,7 @@ def merge_directory(directory, command=None, exit_code=None, lock=True):
                 # A rank killed while writing leaves at worst a temp file; a broken file is reported.
                 reports.append((path, {"schema": RANK_SCHEMA, "version": VERSION, "findings": [],
                                        "run": {"status": f"unreadable: {e}"}}))
-        merged = symbolized(merge(reports, command=command, exit_code=exit_code))
+        merged = suppress(symbolized(merge(reports, command=command, exit_code=exit_code)), suppressions)
         write_atomic(os.path.join(directory, "report.json"), merged)
         return merged
     finally:
@@ -271,7 +272,10 @@ def _addr2line(module, addresses):
 
 def symbolized(report):
     """Adds function, file and line to every site and stack frame whose module has them
-    (binutils' addr2line, one run per module); returns the report."""
+    (binutils' addr2line, one run per module); returns the report. Idempotent."""
+    if report.get("symbolized"):
+        return report
+    report["symbolized"] = True
     frames = [f["site"] for f in report.get("findings", []) if f.get("site")]
     for stack in report.get("stacks", []):
         frames.extend(stack.get("frames", []))
@@ -291,6 +295,80 @@ def symbolized(report):
             frame["function"] = function
         if file:
             frame["file"], frame["line"] = file, line
+    return report
+
+
+# Suppressions: a file of lines "RULE_GLOB KIND:GLOB" (# comments, blank lines ignored), where
+# KIND is fun (a function in the finding's stack), lib (a module path in it) or src (a source
+# file in it), e.g.
+#     keyval.leak     fun:PetscInitialize*
+#     deprecated.*    lib:*/libhdf5*.so*
+#     attr.leak       src:*/vendor/*
+# A finding whose rule matches and one of whose frames matches is suppressed.
+
+class Suppression:
+    KINDS = ("fun", "lib", "src")
+
+    def __init__(self, rule, kind, pattern, origin):
+        self.rule, self.kind, self.pattern, self.origin = rule, kind, pattern, origin
+        self.used = 0
+
+    def matches(self, finding, frames):
+        if not fnmatch.fnmatchcase(finding.get("rule", ""), self.rule):
+            return False
+        field = {"fun": "function", "lib": "module", "src": "file"}[self.kind]
+        for frame in frames:
+            value = frame.get(field) or (frame.get("symbol", "").split("+")[0] if self.kind == "fun" else "")
+            if value and fnmatch.fnmatchcase(value, self.pattern):
+                return True
+        return False
+
+
+def load_suppressions(path):
+    """Parses a suppressions file; a malformed line is a ReportError naming the file and line."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        raise ReportError(f"{path}: {e.strerror}")
+    entries = []
+    for number, line in enumerate(lines, 1):
+        text = line.split("#", 1)[0].strip()
+        if not text:
+            continue
+        parts = text.split()
+        where = f"{path}:{number}"
+        if len(parts) != 2:
+            raise ReportError(f"{where}: expected 'RULE_GLOB KIND:GLOB' (KIND: fun, lib or src), got '{text}'")
+        rule, frame = parts
+        kind, sep, pattern = frame.partition(":")
+        if not sep or kind not in Suppression.KINDS or not pattern:
+            raise ReportError(f"{where}: frame pattern must be fun:GLOB, lib:GLOB or src:GLOB, got '{frame}'")
+        if not re.fullmatch(r"[a-z*?\[\].-]+", rule):
+            raise ReportError(f"{where}: '{rule}' is not a rule id or glob (e.g. keyval.leak, deprecated.*)")
+        entries.append(Suppression(rule, kind, pattern, where))
+    return entries
+
+
+def suppress(report, suppressions):
+    """Moves findings that a suppression matches into report['suppressed'] (with their counts and
+    the suppression that matched) and recounts the summary. Symbolize first. Returns the report."""
+    if not suppressions:
+        return report
+    kept, suppressed = [], list(report.get("suppressed", []))
+    for f in report["findings"]:
+        frames = [f.get("site") or {}] + stack_frames(report, f.get("stack"))
+        hit = next((s for s in suppressions if s.matches(f, frames)), None)
+        if hit is None:
+            kept.append(f)
+            continue
+        hit.used += f.get("count", 1)
+        suppressed.append({"rule": f["rule"], "severity": f.get("severity"), "message": f.get("message", ""),
+                           "count": f.get("count", 1), "ranks": f.get("ranks", []), "suppression": hit.origin})
+    report["findings"] = kept
+    report["suppressed"] = suppressed
+    report["summary"] = {s: sum(f.get("count", 1) for f in kept if f.get("severity") == s) for s in SEVERITIES}
+    report["summary"]["suppressed"] = sum(f["count"] for f in suppressed)
     return report
 
 
@@ -353,8 +431,9 @@ def summary_text(report):
     s = report.get("summary") or {k: sum(f.get("count", 1) for f in findings if f.get("severity") == k)
                                   for k in SEVERITIES}
     bad = [r for r in report.get("ranks", []) if r.get("status") not in ("finalized", None)]
+    suppressed = f", {s['suppressed']} suppressed" if s.get("suppressed") else ""
     lines.append(f"attrcheck: {s.get('error', 0)} error(s), {s.get('warning', 0)} warning(s), "
-                 f"{s.get('info', 0)} info in {len(report.get('ranks', []))} rank report(s)")
+                 f"{s.get('info', 0)} info{suppressed} in {len(report.get('ranks', []))} rank report(s)")
     for r in bad:
         sig = f", signal {r['signal']}" if r.get("signal") else ""
         lines.append(f"attrcheck: rank {r.get('rank')} ended {r.get('status')}{sig}")

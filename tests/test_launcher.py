@@ -96,6 +96,31 @@ class LauncherTest(unittest.TestCase):
         run([LAUNCHER, "--output", self.out, "--", "mpirun", "-np", "1", DEMO])
         self.assertEqual([r["rank"] for r in self.merged()["ranks"]], [0])
 
+    def test_suppressions_and_quiet_ranks(self):
+        supp = os.path.join(self.dir, "demo.supp")
+        with open(supp, "w") as f:
+            f.write("keyval.* fun:main\n")
+        p = run([LAUNCHER, "--suppressions", supp, "--output", self.out, "--", "mpirun", "-np", "2", DEMO])
+        self.assertEqual(p.returncode, 0, p.stderr)  # the only errors were keyval.* ones
+        self.assertIn("suppressed", p.stderr)
+        self.assertNotIn("==attrcheck==", p.stderr)  # ranks leave the summary to the launcher
+        self.assertGreater(self.merged()["summary"]["suppressed"], 0)
+        with open(supp, "w") as f:
+            f.write("keyval.*\n")
+        p = run([LAUNCHER, "--suppressions", supp, "--output", self.out, "--", "mpirun", "-np", "2", DEMO])
+        self.assertEqual(p.returncode, 2)  # refused before running anything
+        self.assertIn(f"{supp}:1:", p.stderr)
+        self.assertNotIn("demo: done", p.stdout)
+
+    def test_stack_depth_option(self):
+        self.assertEqual(run([LAUNCHER, "--stack-depth", "99", "--", "true"]).returncode, 2)
+        run([LAUNCHER, "--stack-depth", "0", "--output", self.out, "--fail-on", "never", "--",
+             "mpirun", "-np", "1", DEMO])
+        self.assertEqual(self.merged()["stacks"], [])
+        run([LAUNCHER, "--stack-depth", "2", "--output", self.out, "--fail-on", "never", "--",
+             "mpirun", "-np", "1", DEMO])
+        self.assertTrue(all(len(s["frames"]) <= 2 for s in self.merged()["stacks"]))
+
     # --- inside mpirun: mpirun ... attrcheck -- app ---------------------------------------------
 
     def test_inner_launch_preloads_each_rank_itself(self):

@@ -135,6 +135,39 @@ class ReportToolTest(unittest.TestCase):
         self.assertRegex(summary, r"keyval\.double-free at main \(demo\.c:\d+\):\n    keyval created at main "
                                   r"\(demo\.c:\d+\)\n    keyval freed at main \(demo\.c:\d+\)")
 
+    def test_suppressions_leave_findings_out_but_keep_their_counts(self):
+        supp = self.out("ok.supp")
+        with open(supp, "w") as f:
+            f.write("# the demo leaks on purpose\nkeyval.leak   fun:main\n\nattr.*  src:*/demo.c  # by file\n")
+        p = tool("--suppressions", supp, "summary", self.run_dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("4 suppressed", p.stdout)
+        self.assertNotIn("keyval.leak", p.stdout.split("provenance:")[0])
+        target = self.out("suppressed.json")
+        self.assertEqual(tool("--suppressions", supp, "merge", self.run_dir, "-o", target, "--force").returncode, 0)
+        with open(target) as f:
+            merged = json.load(f)
+        self.assertEqual(sorted((s["rule"], s["count"], s["suppression"].rsplit(":", 1)[1]) for s in merged["suppressed"]),
+                         [("attr.leak", 2, "4"), ("keyval.leak", 2, "2")])
+        self.assertEqual(merged["summary"]["suppressed"], 4)
+        self.assertNotIn("keyval.leak", {f["rule"] for f in merged["findings"]})
+        # The gate honours them: with every error suppressed it passes.
+        with open(supp, "a") as f:
+            f.write("keyval.* lib:*/demo\n")
+        self.assertEqual(tool("--suppressions", supp, "gate", self.run_dir).returncode, 0)
+        self.assertEqual(tool("gate", self.run_dir).returncode, 1)
+
+    def test_malformed_suppressions_name_the_file_and_line(self):
+        for text, words in (("keyval.leak\n", "expected 'RULE_GLOB KIND:GLOB'"),
+                            ("keyval.leak obj:foo\n", "frame pattern must be fun:GLOB, lib:GLOB or src:GLOB"),
+                            ("Keyval.Leak fun:x\n", "'Keyval.Leak' is not a rule id or glob")):
+            supp = self.out("bad.supp")
+            with open(supp, "w") as f:
+                f.write("# fine\n\n" + text)
+            p = tool("--suppressions", supp, "summary", self.run_dir)
+            self.assertEqual(p.returncode, 2, text)
+            self.assertIn(f"{supp}:3: {words}", p.stderr)
+
     def test_bad_input_is_a_clear_error(self):
         truncated = self.out("truncated.json")
         with open(self.rank0) as f, open(truncated, "w") as g:

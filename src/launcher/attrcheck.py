@@ -21,6 +21,10 @@ options:
                                                                          [ATTRCHECK_ON_ERROR]
   --fail-on SEVERITY   exit non-zero if findings at or above SEVERITY exist:
                        error (default), warning, info, never
+  --suppressions FILE  findings to leave out of the merged report, the summary and the
+                       gate (kept in it as suppressed counts); lines "RULE_GLOB KIND:GLOB",
+                       KIND fun, lib or src (see docs/rules.md)       [ATTRCHECK_SUPPRESSIONS]
+  --stack-depth N      frames recorded per stack, 0..16 (default 16) [ATTRCHECK_STACK_DEPTH]
   --help, --version
 
 exit status: the command's own status if it failed (signals as 128+N); otherwise 1 if
@@ -59,7 +63,9 @@ def parse(argv):
     opts = {"--mode": os.environ.get("ATTRCHECK_MODE", "shadow"),
             "--output": os.environ.get("ATTRCHECK_OUTPUT", "attrcheck-out"),
             "--on-error": os.environ.get("ATTRCHECK_ON_ERROR", "report"),
-            "--fail-on": "error"}
+            "--fail-on": "error",
+            "--suppressions": os.environ.get("ATTRCHECK_SUPPRESSIONS", ""),
+            "--stack-depth": os.environ.get("ATTRCHECK_STACK_DEPTH", "16")}
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -93,6 +99,8 @@ def parse(argv):
             die(f"{name} must be one of {', '.join(allowed)} (got '{opts[name]}')")
     if not opts["--output"]:
         die("--output must not be empty")
+    if not opts["--stack-depth"].isdigit() or int(opts["--stack-depth"]) > 16:
+        die(f"--stack-depth must be a number of frames from 0 to 16 (got '{opts['--stack-depth']}')")
     if not command:
         die("no command given (usage: attrcheck [options] -- COMMAND...)")
     return opts, command
@@ -120,6 +128,12 @@ def run(command, env):
 def main(argv):
     opts, command = parse(argv)
     output = os.path.abspath(opts["--output"])
+    suppressions = None
+    if opts["--suppressions"]:
+        try:  # before the run: a malformed file must not cost a whole job
+            suppressions = reports.load_suppressions(opts["--suppressions"])
+        except reports.ReportError as e:
+            die(str(e))
     inner = any(v in os.environ for v in RANK_ENV)  # `mpirun ... attrcheck -- app`: one rank
     try:
         os.makedirs(output, exist_ok=True)
@@ -135,10 +149,13 @@ def main(argv):
     env["ATTRCHECK_MODE"] = opts["--mode"]
     env["ATTRCHECK_OUTPUT"] = output
     env["ATTRCHECK_ON_ERROR"] = opts["--on-error"]
+    env["ATTRCHECK_STACK_DEPTH"] = opts["--stack-depth"]
+    env["ATTRCHECK_RANK_SUMMARY"] = "0"  # the launcher prints the merged summary instead
 
     status = run(command, env)
 
-    merged = reports.merge_directory(output, command=command, exit_code=None if inner else status)
+    merged = reports.merge_directory(output, command=command, exit_code=None if inner else status,
+                                     suppressions=suppressions)
     gating = reports.at_or_above(merged["findings"], opts["--fail-on"])
     if inner:
         # Every rank merges what has finished so far; the one that completes the set prints.

@@ -41,6 +41,11 @@ bool set_stack_depth(Runtime& r, const char* v) {
   r.findings.set_stack_depth(static_cast<int>(depth));
   return true;
 }
+bool set_rank_summary(Runtime& r, const char* v) {
+  if (!std::strcmp(v, "1")) return r.rank_summary = true, true;
+  if (!std::strcmp(v, "0")) return r.rank_summary = false, true;
+  return false;
+}
 bool set_output(Runtime& r, const char* v) {
   if (!*v || std::strlen(v) >= sizeof r.output_dir) return false;
   std::snprintf(r.output_dir, sizeof r.output_dir, "%s", v);
@@ -52,6 +57,7 @@ constexpr Flag kFlags[] = {
     {"ATTRCHECK_ON_ERROR", "report, errhandler, abort", set_on_error},
     {"ATTRCHECK_OUTPUT", "a directory path", set_output},
     {"ATTRCHECK_STACK_DEPTH", "0..16 frames per stack", set_stack_depth},
+    {"ATTRCHECK_RANK_SUMMARY", "1 or 0: each rank prints its summary on stderr", set_rank_summary},
 };
 
 const char* mode_name(Mode m) {
@@ -421,7 +427,7 @@ void on_fatal_signal(int sig, siginfo_t* info, void* context) {
   r.run.signal.store(sig, std::memory_order_relaxed);
   r.run.status.store("signal", std::memory_order_release);
   r.report.write(r.run, r.findings);
-  render_summary(2, r.run, r.findings);
+  if (r.rank_summary) render_summary(2, r.run, r.findings);
   // Hand the signal on: to the previous handler (Open MPI's backtrace printer), else the default.
   for (std::size_t i = 0; i < sizeof kFatalSignals / sizeof kFatalSignals[0]; ++i) {
     if (kFatalSignals[i] != sig) continue;
@@ -965,7 +971,9 @@ void write_report() noexcept {
   if (r.report.write(r.run, r.findings)) r.written_version.store(version);
 }
 
-void print_summary() noexcept { render_summary(2, state().run, state().findings); }
+void print_summary() noexcept {
+  if (state().rank_summary) render_summary(2, state().run, state().findings);
+}
 
 void started(int provided) {
   Runtime& r = state();

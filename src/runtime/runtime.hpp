@@ -65,6 +65,7 @@ struct Runtime {
   Mode mode = Mode::Shadow;
   OnError on_error = OnError::Report;
   char output_dir[900] = "attrcheck-out";
+  bool rank_summary = true;  // each rank prints its own summary (the launcher turns it off)
 
   std::atomic<int> phase{static_cast<int>(Phase::BeforeInit)};
   int thread_level = MPI_THREAD_SINGLE;
