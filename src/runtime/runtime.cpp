@@ -832,7 +832,7 @@ void report_status(const Call& call, Status status, ObjectKind kind, Handle h, i
   FindingInput in = finding(Rule::Count, call);
   in.has_keyval = true;
   in.keyval = user_key;
-  in.has_object = true;
+  in.has_object = h != 0;  // keyval calls pass no object
   in.kind = kind;
   in.object = h;
   in.object_name = object_name(kind, h);

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""The HTML report as a person sees it: opened in headless Chromium, filtered, expanded.
+
+usage: test_html_report.py BUILD_DIR
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+BUILD = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else os.path.abspath("build")
+TOOL = os.path.join(BUILD, "bin", "attrcheck-report")
+LAUNCHER = os.path.join(BUILD, "bin", "attrcheck")
+DEMO = os.path.join(BUILD, "examples", "demo")
+DEMO_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "demo.c")
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_rmaps_base_oversubscribe="1")
+# Headless, and quiet on this machine's closed network.
+CHROMIUM = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+class HtmlReportTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="attrcheck-html-test-")
+        run_dir = os.path.join(cls.dir, "run")
+        subprocess.run([LAUNCHER, "--output", run_dir, "--fail-on", "never", "--", "mpirun", "-np", "2", DEMO],
+                       env=ENV, capture_output=True, timeout=120, check=True)
+        cls.page = os.path.join(cls.dir, "report.html")
+        subprocess.run([TOOL, "html", run_dir, "-o", cls.page], check=True, capture_output=True, timeout=120)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def view(self, fragment=""):
+        """The page's DOM after its script ran, as Chromium renders it."""
+        profile = tempfile.mkdtemp(dir=self.dir)
+        p = subprocess.run(CHROMIUM + [f"--user-data-dir={profile}", "--dump-dom", f"file://{self.page}#{fragment}"],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr[-2000:])
+        return p.stdout
+
+    def rows(self, dom):
+        return re.findall(r'<tr class="finding" data-rule="([^"]+)"', dom)
+
+    def test_shows_every_finding_with_counts(self):
+        dom = self.view()
+        self.assertIn("Showing 8 of 8 findings", dom)
+        self.assertIn("4 errors", dom)
+        self.assertIn("12 warnings", dom)
+        self.assertEqual(len(self.rows(dom)), 8)
+        self.assertIn("main (demo.c:", dom)
+
+    def test_filters_by_rule_severity_and_rank(self):
+        self.assertEqual(self.rows(self.view("rule=keyval.leak")), ["keyval.leak"])
+        self.assertEqual(sorted(self.rows(self.view("severity=error"))), ["keyval.double-free", "keyval.kind-mismatch"])
+        self.assertIn("Showing 8 of 8 findings", self.view("rank=7"))  # not a rank of this run: ignored
+        self.assertEqual(len(self.rows(self.view("rank=1"))), 8)
+
+    def test_expanded_finding_shows_stacks_and_provenance(self):
+        dom = self.view("rule=keyval.double-free&open=all")
+        with open(DEMO_SOURCE) as f:
+            source = f.readlines()
+        created = re.search(r'keyval created</div><ol class="frames"><li>main \(demo\.c:(\d+)\)', dom)
+        freed = re.search(r'keyval freed</div><ol class="frames"><li>main \(demo\.c:(\d+)\)', dom)
+        self.assertTrue(created and freed, dom[-3000:])
+        self.assertIn("MPI_Comm_create_keyval(MPI_COMM_DUP_FN", source[int(created.group(1)) - 1])
+        self.assertIn("MPI_Comm_free_keyval(&cache_key)", source[int(freed.group(1)) - 1])
+        self.assertIn("Fix: Free each keyval once", dom)
+        self.assertNotIn("comm 0x0", dom)  # a keyval call has no object
+
+    def test_a_screenshot_renders(self):
+        shot = os.path.join(self.dir, "page.png")
+        profile = tempfile.mkdtemp(dir=self.dir)
+        subprocess.run(CHROMIUM + [f"--user-data-dir={profile}", "--window-size=1280,800", f"--screenshot={shot}",
+                                   f"file://{self.page}#open=all"], capture_output=True, timeout=120, check=True)
+        with open(shot, "rb") as f:
+            self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+        self.assertGreater(os.path.getsize(shot), 20000)  # not a blank page
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
