@@ -5,6 +5,7 @@ Used by the `attrcheck` launcher (merging the per-rank files of a run) and by th
 """
 import fcntl
 import fnmatch
+import gc
 import glob
 import json
 import os
@@ -71,10 +72,13 @@ def rank_files(directory):
     return sorted(files, key=order)
 
 
+_HEX = re.compile(r"0x[0-9a-f]+")
+
+
 def _finding_key(f):
     site = f.get("site") or {}
     # Addresses and handles differ between ranks (ASLR); module-relative offsets do not.
-    message = re.sub(r"0x[0-9a-f]+", "0x?", f.get("message", ""))
+    message = _HEX.sub("0x?", f.get("message", ""))
     return (f.get("rule"), f.get("call"), site.get("module"), site.get("offset"), message)
 
 
@@ -118,45 +122,105 @@ def _restack(f, table, depot):
     return f
 
 
-def merge(reports, command=None, exit_code=None):
-    """Merges per-rank (or already merged) reports into one merged report."""
-    ranks, merged, depot = [], {}, _Depot()
-    for path, data in reports:
+class Merger:
+    """Folds reports into one merged report, one at a time (4096 ranks are never all in memory)."""
+
+    def __init__(self):
+        self.ranks, self.merged, self.depot = [], {}, _Depot()
+
+    def add(self, path, data):
         table = {s["id"]: s.get("frames", []) for s in data.get("stacks", [])}
         if data.get("schema") == MERGED_SCHEMA:
-            ranks.extend(data.get("ranks", []))
-            findings = data["findings"]
+            self.ranks.extend(data.get("ranks", []))
+            findings, rank = data["findings"], None
         else:
             run = data.get("run", {})
-            ranks.append({"rank": run.get("rank"), "size": run.get("size"), "pid": run.get("pid"),
-                          "status": run.get("status"),
-                          "signal": run.get("signal", 0), "mode": run.get("mode"), "file": os.path.basename(path)})
-            findings = [dict(f, ranks=[run.get("rank")]) for f in data["findings"]]
+            rank = run.get("rank")
+            self.ranks.append({"rank": rank, "size": run.get("size"), "pid": run.get("pid"),
+                               "status": run.get("status"), "signal": run.get("signal", 0),
+                               "mode": run.get("mode"), "file": os.path.basename(path)})
+            findings = data["findings"]
         for f in findings:
             key = _finding_key(f)
-            if key not in merged:
-                entry = _restack({k: v for k, v in f.items() if k not in ("rank", "ranks", "count")}, table, depot)
+            entry = self.merged.get(key)
+            if entry is None:
+                entry = _restack({k: v for k, v in f.items() if k not in ("rank", "ranks", "count")},
+                                 table, self.depot)
                 entry["count"] = 0
-                entry["ranks"] = []
-                merged[key] = entry
-            entry = merged[key]
+                entry["ranks"] = set()
+                self.merged[key] = entry
             entry["count"] += int(f.get("count", 1))
-            for r in f.get("ranks", [f.get("rank")]):
-                if r not in entry["ranks"]:
-                    entry["ranks"].append(r)
-    findings = sorted(merged.values(), key=lambda f: (SEVERITIES.index(f.get("severity", "info"))
-                                                      if f.get("severity") in SEVERITIES else 3, f.get("rule", "")))
-    for f in findings:
-        f["ranks"].sort(key=lambda r: (r is None, r if r is not None else 0))
-    summary = {s: sum(f["count"] for f in findings if f.get("severity") == s) for s in SEVERITIES}
-    out = {"schema": MERGED_SCHEMA, "version": VERSION, "tool": {"name": "attrcheck"},
-           "ranks": sorted(ranks, key=lambda r: (r.get("rank") is None, r.get("rank") or 0)),
-           "summary": summary, "findings": findings, "stacks": depot.stacks}
-    if command is not None:
-        out["command"] = list(command)
-    if exit_code is not None:
-        out["exit_code"] = exit_code
-    return out
+            if rank is not None or "ranks" not in f:
+                entry["ranks"].add(rank)
+            else:
+                entry["ranks"].update(f["ranks"])
+
+    def result(self, command=None, exit_code=None):
+        findings = sorted(self.merged.values(), key=lambda f: (SEVERITIES.index(f.get("severity", "info"))
+                                                               if f.get("severity") in SEVERITIES else 3,
+                                                               f.get("rule", "")))
+        for f in findings:
+            f["ranks"] = sorted(f["ranks"], key=lambda r: (r is None, r if r is not None else 0))
+        summary = {s: sum(f["count"] for f in findings if f.get("severity") == s) for s in SEVERITIES}
+        out = {"schema": MERGED_SCHEMA, "version": VERSION, "tool": {"name": "attrcheck"},
+               "ranks": sorted(self.ranks, key=lambda r: (r.get("rank") is None, r.get("rank") or 0)),
+               "summary": summary, "findings": findings, "stacks": self.depot.stacks}
+        if command is not None:
+            out["command"] = list(command)
+        if exit_code is not None:
+            out["exit_code"] = exit_code
+        return out
+
+
+def merge(reports, command=None, exit_code=None):
+    """Merges per-rank (or already merged) reports, given as (path, data) pairs."""
+    merger = Merger()
+    for path, data in reports:
+        merger.add(path, data)
+    return merger.result(command, exit_code)
+
+
+def _merge_chunk(args):
+    paths, tolerate_broken = args
+    return _merge_serial(paths, None, None, tolerate_broken)
+
+
+def merge_files(paths, command=None, exit_code=None, tolerate_broken=False):
+    """Loads and merges report files. A file that cannot be read is an error, or with
+    `tolerate_broken` (a run directory, where a rank may have died mid-write) a rank entry saying
+    so. Many files are read by one process per core, each folding its share into a partial merged
+    report; the partial reports (small: findings repeat across ranks) are then merged."""
+    workers = min(os.cpu_count() or 1, 8)
+    if workers < 2 or len(paths) < 256:
+        return _merge_serial(paths, command, exit_code, tolerate_broken)
+    import multiprocessing
+    chunks = [(paths[i::workers], tolerate_broken) for i in range(workers)]
+    with multiprocessing.Pool(workers) as pool:
+        partial = pool.map(_merge_chunk, chunks)
+    merger = Merger()
+    for part in partial:
+        merger.add("", part)
+    return merger.result(command, exit_code)
+
+
+def _merge_serial(paths, command, exit_code, tolerate_broken):
+    merger = Merger()
+    collecting = gc.isenabled()
+    gc.disable()  # JSON trees have no cycles: the collector would only rescan them, again and again
+    try:
+        for path in paths:
+            try:
+                data = load(path)
+            except ReportError as e:
+                if not tolerate_broken:
+                    raise
+                data = {"schema": RANK_SCHEMA, "version": VERSION, "findings": [],
+                        "run": {"status": f"unreadable: {e}"}}
+            merger.add(path, data)
+        return merger.result(command, exit_code)
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def write_atomic(path, data, overwrite=True):
@@ -188,15 +252,8 @@ def merge_directory(directory, command=None, exit_code=None, lock=True, suppress
         lock_fd = os.open(os.path.join(directory, ".merge.lock"), os.O_CREAT | os.O_RDWR, 0o644)
         fcntl.flock(lock_fd, fcntl.LOCK_EX)
     try:
-        reports = []
-        for path in rank_files(directory):
-            try:
-                reports.append((path, load(path)))
-            except ReportError as e:
-                # A rank killed while writing leaves at worst a temp file; a broken file is reported.
-                reports.append((path, {"schema": RANK_SCHEMA, "version": VERSION, "findings": [],
-                                       "run": {"status": f"unreadable: {e}"}}))
-        merged = suppress(symbolized(merge(reports, command=command, exit_code=exit_code)), suppressions)
+        merged = merge_files(rank_files(directory), command=command, exit_code=exit_code, tolerate_broken=True)
+        merged = suppress(symbolized(merged), suppressions)
         write_atomic(os.path.join(directory, "report.json"), merged)
         return merged
     finally:

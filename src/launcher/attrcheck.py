@@ -23,7 +23,7 @@ options:
                        error (default), warning, info, never
   --suppressions FILE  findings to leave out of the merged report, the summary and the
                        gate (kept in it as suppressed counts); lines "RULE_GLOB KIND:GLOB",
-                       KIND fun, lib or src (see docs/rules.md)       [ATTRCHECK_SUPPRESSIONS]
+                       KIND fun, lib or src (see README, Suppressions) [ATTRCHECK_SUPPRESSIONS]
   --stack-depth N      frames recorded per stack, 0..16 (default 16) [ATTRCHECK_STACK_DEPTH]
   --help, --version
 
