@@ -100,25 +100,19 @@ class _Depot:
 
 
 def _restack(f, table, depot):
-    """Points a finding's stack references at the merged depot."""
-    if "stack" in f:
-        sid = depot.intern(table.get(f["stack"], []))
-        if sid:
-            f["stack"] = sid
-        else:
-            del f["stack"]
+    """Points a finding's stack references (its own and its provenance's) at the merged depot."""
+    def repoint(d):
+        if "stack" in d:
+            sid = depot.intern(table.get(d["stack"], []))
+            if sid:
+                d["stack"] = sid
+            else:
+                del d["stack"]
+        return d
+
+    repoint(f)
     if f.get("provenance"):
-        provenance = []
-        for p in f["provenance"]:
-            p = dict(p)
-            if "stack" in p:
-                sid = depot.intern(table.get(p["stack"], []))
-                if sid:
-                    p["stack"] = sid
-                else:
-                    del p["stack"]
-            provenance.append(p)
-        f["provenance"] = provenance
+        f["provenance"] = [repoint(dict(p)) for p in f["provenance"]]
     return f
 
 
