@@ -74,6 +74,26 @@ class HtmlReportTest(unittest.TestCase):
         self.assertIn("Fix: Free each keyval once", dom)
         self.assertNotIn("comm 0x0", dom)  # a keyval call has no object
 
+    def test_report_text_cannot_break_out_of_the_page(self):
+        import json
+        with open(os.path.join(self.dir, "run", "report.json")) as f:
+            report = json.load(f)
+        report["findings"][0]["message"] = '</script><script>document.title="pwned"</script><b>bold</b>'
+        hostile = os.path.join(self.dir, "hostile.json")
+        with open(hostile, "w") as f:
+            json.dump(report, f)
+        page = os.path.join(self.dir, "hostile.html")
+        subprocess.run([TOOL, "html", hostile, "-o", page], check=True, capture_output=True, timeout=120)
+        saved, self.page = self.page, page
+        try:
+            dom = self.view()
+        finally:
+            self.page = saved
+        self.assertIn("<title>attrcheck report</title>", dom)
+        self.assertNotIn('document.title="pwned"</script><b>', dom.split("<tbody")[1].split("</tbody>")[0])
+        self.assertIn("&lt;/script&gt;&lt;script&gt;", dom)  # shown as text
+        self.assertEqual(len(self.rows(dom)), 8)
+
     def test_a_screenshot_renders(self):
         shot = os.path.join(self.dir, "page.png")
         profile = tempfile.mkdtemp(dir=self.dir)
