@@ -121,6 +121,18 @@ class LauncherTest(unittest.TestCase):
              "mpirun", "-np", "1", DEMO])
         self.assertTrue(all(len(s["frames"]) <= 2 for s in self.merged()["stacks"]))
 
+    def test_provenance_stack_or_site(self):
+        def provenance_depths(mode):
+            self.assertEqual(run([LAUNCHER, "--provenance", mode, "--output", self.out, "--fail-on", "never", "--",
+                                  "mpirun", "-np", "1", DEMO]).returncode, 0)
+            report = self.merged()
+            stacks = {s["id"]: s["frames"] for s in report["stacks"]}
+            double = next(f for f in report["findings"] if f["rule"] == "keyval.double-free")
+            return {p["what"]: len(stacks[p["stack"]]) for p in double["provenance"]}
+        self.assertTrue(all(n > 1 for n in provenance_depths("stack").values()))
+        self.assertEqual(provenance_depths("site"), {"keyval created": 1, "keyval freed": 1})
+        self.assertEqual(run([LAUNCHER, "--provenance", "all", "--", "true"]).returncode, 2)
+
     # --- inside mpirun: mpirun ... attrcheck -- app ---------------------------------------------
 
     def test_inner_launch_preloads_each_rank_itself(self):

@@ -25,6 +25,9 @@ options:
                        gate (kept in it as suppressed counts); lines "RULE_GLOB KIND:GLOB",
                        KIND fun, lib or src (see README, Suppressions) [ATTRCHECK_SUPPRESSIONS]
   --stack-depth N      frames recorded per stack, 0..16 (default 16) [ATTRCHECK_STACK_DEPTH]
+  --provenance WHAT    what keyval creations and frees record for findings: stack
+                       (default: the whole stack, a few microseconds each) or site (the
+                       call site only, near free)                    [ATTRCHECK_PROVENANCE]
   --help, --version
 
 exit status: the command's own status if it failed (signals as 128+N); otherwise 1 if
@@ -49,6 +52,7 @@ CHOICES = {
     "--mode": ("shadow", "emulate", "off"),
     "--on-error": ("report", "errhandler", "abort"),
     "--fail-on": ("error", "warning", "info", "never"),
+    "--provenance": ("stack", "site"),
 }
 RANK_ENV = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK")
 
@@ -65,7 +69,8 @@ def parse(argv):
             "--on-error": os.environ.get("ATTRCHECK_ON_ERROR", "report"),
             "--fail-on": "error",
             "--suppressions": os.environ.get("ATTRCHECK_SUPPRESSIONS", ""),
-            "--stack-depth": os.environ.get("ATTRCHECK_STACK_DEPTH", "16")}
+            "--stack-depth": os.environ.get("ATTRCHECK_STACK_DEPTH", "16"),
+            "--provenance": os.environ.get("ATTRCHECK_PROVENANCE", "stack")}
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -150,6 +155,7 @@ def main(argv):
     env["ATTRCHECK_OUTPUT"] = output
     env["ATTRCHECK_ON_ERROR"] = opts["--on-error"]
     env["ATTRCHECK_STACK_DEPTH"] = opts["--stack-depth"]
+    env["ATTRCHECK_PROVENANCE"] = opts["--provenance"]
     env["ATTRCHECK_RANK_SUMMARY"] = "0"  # the launcher prints the merged summary instead
 
     status = run(command, env)

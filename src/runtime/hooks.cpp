@@ -212,7 +212,7 @@ int on_create_keyval(const Call& call, void* copy_fn, void* delete_fn, int* keyv
     }
   }
   int engine_id = 0;
-  const Result res = r.engine->create_keyval(spec, &engine_id, origin_here());
+  const Result res = r.engine->create_keyval(spec, &engine_id, origin_here(call));
   if (!res.ok()) return r.mode == Mode::Shadow ? forward(copy_fn, delete_fn, extra_state) : MPI_ERR_OTHER;
   KeyRecord* rec = new_record(engine_id);
   rec->kind = kind;
@@ -255,7 +255,7 @@ int on_free_keyval(const Call& call, int* keyval, FnRef<int()> forward) {
   const ObjectKind kind = call.api->kind;
   const int user_key = *keyval;
   int engine_key = to_engine_key(user_key);
-  const Result res = r.engine->free_keyval(kind, &engine_key, origin_here());
+  const Result res = r.engine->free_keyval(kind, &engine_key, origin_here(call));
   if (!res.ok()) return refuse(call, res, kind, 0, user_key, to_engine_key(user_key));
   if (r.mode == Mode::Emulate) {
     *keyval = MPI_KEYVAL_INVALID;

@@ -46,6 +46,11 @@ bool set_rank_summary(Runtime& r, const char* v) {
   if (!std::strcmp(v, "0")) return r.rank_summary = false, true;
   return false;
 }
+bool set_provenance(Runtime& r, const char* v) {
+  if (!std::strcmp(v, "stack")) return r.provenance_stacks = true, true;
+  if (!std::strcmp(v, "site")) return r.provenance_stacks = false, true;
+  return false;
+}
 bool set_output(Runtime& r, const char* v) {
   if (!*v || std::strlen(v) >= sizeof r.output_dir) return false;
   std::snprintf(r.output_dir, sizeof r.output_dir, "%s", v);
@@ -58,6 +63,7 @@ constexpr Flag kFlags[] = {
     {"ATTRCHECK_OUTPUT", "a directory path", set_output},
     {"ATTRCHECK_STACK_DEPTH", "0..16 frames per stack", set_stack_depth},
     {"ATTRCHECK_RANK_SUMMARY", "1 or 0: each rank prints its summary on stderr", set_rank_summary},
+    {"ATTRCHECK_PROVENANCE", "stack or site: what keyval creations and frees record", set_provenance},
 };
 
 const char* mode_name(Mode m) {
@@ -715,24 +721,31 @@ void ReplayScope::finish() {
 
 // ---- provenance ---------------------------------------------------------------------------------
 
-Origin origin_here() {
+Origin origin_here(const Call& call) {
   Runtime& r = state();
   if (r.findings.stack_depth() == 0) return 0;
+  if (!r.provenance_stacks) return origin_site(call);
   return r.depot.capture(r.findings.stack_depth() + 8, 1);  // + frames of attrcheck itself, trimmed later
 }
 
 Origin origin_site(const Call& call) {
-  // The same call site over and over (a library's set in a loop): a one-entry cache per thread
-  // keeps this to a compare on the hot path.
-  static thread_local const void* last_site = nullptr;
-  static thread_local Origin last_origin = 0;
-  if (call.caller == last_site) return last_origin;
+  // Call sites repeat (a library's set in a loop, a create/free pair): a small direct-mapped
+  // cache per thread keeps this to a compare on the hot path; the depot is asked on a miss.
+  struct Entry {
+    const void* site;
+    Origin origin;
+  };
+  static thread_local Entry cache[16];
+  // Multiplicative hash: neighbouring call sites (a create and a free 8 bytes apart) must not
+  // share a bucket, or they evict each other forever.
+  Entry& e = cache[(reinterpret_cast<std::uintptr_t>(call.caller) * 0x9E3779B97F4A7C15ULL) >> 60];
+  if (e.site == call.caller && e.site) return e.origin;
   Runtime& r = state();
   if (r.findings.stack_depth() == 0) return 0;
   void* frame = const_cast<void*>(call.caller);
-  last_origin = r.depot.intern(&frame, 1);
-  last_site = call.caller;
-  return last_origin;
+  e.origin = r.depot.intern(&frame, 1);
+  e.site = call.caller;
+  return e.origin;
 }
 
 void add_provenance(FindingInput& in, ProvenanceStorage& storage, const char* what, Origin origin) {

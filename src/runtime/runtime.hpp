@@ -66,6 +66,7 @@ struct Runtime {
   OnError on_error = OnError::Report;
   char output_dir[900] = "attrcheck-out";
   bool rank_summary = true;  // each rank prints its own summary (the launcher turns it off)
+  bool provenance_stacks = true;  // keyval create / free keep whole stacks (else the call site)
 
   std::atomic<int> phase{static_cast<int>(Phase::BeforeInit)};
   int thread_level = MPI_THREAD_SINGLE;
@@ -174,9 +175,10 @@ class ReplayScope {
   Replay replay_;
 };
 
-// Provenance. origin_here: the caller's stack (not cheap: keyval create / free only);
-// origin_site: just the call site, cached per thread (set, dup, constructors).
-Origin origin_here();
+// Provenance. origin_here: the caller's stack (backtrace: microseconds; keyval create / free
+// only, and only with ATTRCHECK_PROVENANCE=stack, else the call site); origin_site: just the call
+// site, cached per thread (set, dup, constructors).
+Origin origin_here(const Call& call);
 Origin origin_site(const Call& call);
 // Adds "<what>" with the stack of `origin` to a finding (frames kept in `storage`).
 struct ProvenanceStorage {
