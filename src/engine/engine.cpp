@@ -728,7 +728,7 @@ struct Engine::Impl {
     bool user;           // a User delete action: call it
   };
 
-  DeleteJob make_delete_job(std::uint32_t slot, ObjectSlot* o, AttrRec* rec, CallbackCause cause) {
+  DeleteJob make_delete_job(ObjectSlot* o, AttrRec* rec, CallbackCause cause) {
     DeleteJob job{};
     job.key = rec->key.load(std::memory_order_relaxed);
     if (!predefined_rec(*rec)) {
@@ -746,7 +746,6 @@ struct Engine::Impl {
                               k->spec.extra_state, r.word, cause};
       }
     }
-    (void)slot;
     return job;
   }
 
@@ -787,7 +786,7 @@ struct Engine::Impl {
   Result delete_one(Lock& lk, std::uint32_t slot, ObjectSlot* o, KeyvalId key, CallbackCause cause) {
     AttrRec* rec = find_attr(o->table.load(std::memory_order_relaxed), key);
     if (!rec) return {};
-    DeleteJob job = make_delete_job(slot, o, rec, cause);
+    DeleteJob job = make_delete_job(o, rec, cause);
     const Result r = run_delete(lk, slot, job);
     if (r.ok()) {
       rec = find_attr(o->table.load(std::memory_order_relaxed), key);
@@ -963,7 +962,7 @@ struct Engine::Impl {
     if (rec && k->spec.del.action == DeleteAction::User) {
       // Replace: the old value's delete callback runs first, and may veto the set.
       o->mutating = this_thread_token();
-      DeleteJob job = make_delete_job(slot, o, rec, CallbackCause::Set);
+      DeleteJob job = make_delete_job(o, rec, CallbackCause::Set);
       const Result r = run_delete(lk, slot, job);
       o->mutating = nullptr;
       unpin(job.keyval);

@@ -556,17 +556,11 @@ int on_free(const Call& call, Handle h, FnRef<int()> forward) {
 
 // ---- lifecycle ----------------------------------------------------------------------------------
 
-int on_init(const Call& call, int, FnRef<int(int*)> forward) {
-  Runtime& r = state();  // reads the configuration
-  (void)call;
-  if (phase() != Phase::BeforeInit) {
-    int provided = 0;
-    return forward(&provided);
-  }
+int on_init(const Call&, int, FnRef<int(int*)> forward) {
+  // (The configuration was read when the library was loaded.)
   int provided = MPI_THREAD_SINGLE;
   const int rc = forward(&provided);
-  if (rc == MPI_SUCCESS) started(provided);
-  (void)r;
+  if (rc == MPI_SUCCESS && phase() == Phase::BeforeInit) started(provided);
   return rc;
 }
 
