@@ -79,8 +79,35 @@ Result with_object(ObjectKind kind, Handle h, Op op) {
   return res;
 }
 
-Result classify(ObjectKind kind, Handle h, int engine_key, void** value, int* flag) {
-  return with_object(kind, h, [&] { return state().engine->get_attr(kind, h, engine_key, Binding::C, value, flag); });
+Handle null_handle(ObjectKind kind) {
+  switch (kind) {
+    case ObjectKind::Comm: return handle(MPI_COMM_NULL);
+    case ObjectKind::Type: return handle(MPI_DATATYPE_NULL);
+    case ObjectKind::Win: return handle(MPI_WIN_NULL);
+  }
+  return 0;
+}
+
+// Whether `h` names a live object (registering one the tool never saw created): Ok,
+// ObjectNull or ObjectUnknown. `info`, if given, receives the object's registration.
+Result check_object(ObjectKind kind, Handle h, ObjectInfo* info = nullptr) {
+  if (h == null_handle(kind)) return {Status::ObjectNull, 0};
+  ObjectInfo local{};
+  ObjectInfo* out = info ? info : &local;
+  Engine& e = *state().engine;
+  if (e.object_info(kind, h, out) || (adopt(kind, h) && e.object_info(kind, h, out))) return {};
+  return {Status::ObjectUnknown, 0};
+}
+
+// What a set or delete would be refused for, before it reaches the library (shadow mode):
+// object and keyval checks, predefined keyvals being read-only. *present: the attribute is set.
+Result check_modify(ObjectKind kind, Handle h, int key, int engine_key, int* present) {
+  void* current = nullptr;
+  Result res = with_object(kind, h, [&] {
+    return state().engine->get_attr(kind, h, engine_key, Binding::C, &current, present);
+  });
+  if (res.ok() && is_predefined_key(key)) res.status = Status::KeyvalPredefined;
+  return res;
 }
 
 int refuse(const Call& call, Result res, ObjectKind kind, Handle h, int user_key, int engine_key) {
@@ -282,10 +309,8 @@ int on_set_attr(const Call& call, Handle h, int key, std::uint64_t word, FnRef<i
     const Result res = with_object(kind, h, set);
     return res.ok() ? MPI_SUCCESS : refuse(call, res, kind, h, key, engine_key);
   }
-  void* current = nullptr;
-  int flag = 0;
-  Result res = classify(kind, h, engine_key, &current, &flag);
-  if (res.ok() && is_predefined_key(key)) res.status = Status::KeyvalPredefined;
+  int present = 0;
+  Result res = check_modify(kind, h, key, engine_key, &present);
   if (!res.ok()) return refuse(call, res, kind, h, key, engine_key);
   ReplayScope replay(call, false);
   rc = forward();
@@ -365,12 +390,10 @@ int on_delete_attr(const Call& call, Handle h, int key, FnRef<int()> forward) {
   const ObjectKind kind = call.api->kind;
   if (in_callback_for(kind, h)) return reentrant(call, kind, h);
   const int engine_key = to_engine_key(key);
-  void* current = nullptr;
-  int flag = 0;
-  Result res = classify(kind, h, engine_key, &current, &flag);
-  if (res.ok() && is_predefined_key(key)) res.status = Status::KeyvalPredefined;
+  int present = 0;
+  Result res = check_modify(kind, h, key, engine_key, &present);
   if (!res.ok()) return refuse(call, res, kind, h, key, engine_key);
-  if (!flag) {  // not an error by the standard, but not portable
+  if (!present) {  // not an error by the standard, but not portable
     report_status(call, Status::AttrAbsent, kind, h, key, engine_key);
     return r.mode == Mode::Emulate ? MPI_SUCCESS : forward();
   }
@@ -392,15 +415,6 @@ int on_delete_attr(const Call& call, Handle h, int key, FnRef<int()> forward) {
 namespace {
 // Registers a handle the library just created; a stale registration of the same handle (freed
 // on a path the tool does not see) is dropped first.
-Handle null_handle(ObjectKind kind) {
-  switch (kind) {
-    case ObjectKind::Comm: return handle(MPI_COMM_NULL);
-    case ObjectKind::Type: return handle(MPI_DATATYPE_NULL);
-    case ObjectKind::Win: return handle(MPI_WIN_NULL);
-  }
-  return 0;
-}
-
 void register_new(ObjectKind kind, Handle h, Origin origin) {
   if (h == null_handle(kind)) return;
   note_created(kind, h);
@@ -425,11 +439,8 @@ int on_dup(const Call& call, Handle old, FnRef<int(Handle*)> forward, FnRef<void
   Runtime& r = state();
   Engine& e = *r.engine;
   const ObjectKind kind = call.api->kind;
-  void* v = nullptr;
-  int flag = 0;
-  const Result check = classify(kind, old, MPI_KEYVAL_INVALID, &v, &flag);
-  if (check.status == Status::ObjectNull || check.status == Status::ObjectUnknown)
-    return refuse(call, check, kind, old, 0, 0);
+  const Result check = check_object(kind, old);
+  if (!check.ok()) return refuse(call, check, kind, old, 0, 0);
   Handle fresh = 0;
   if (r.mode == Mode::Emulate) {
     rc = forward(&fresh);
@@ -527,15 +538,10 @@ int on_free(const Call& call, Handle h, FnRef<int()> forward) {
     if (rc == MPI_SUCCESS) note_freed(kind, h);
     return rc;
   }
-  void* v = nullptr;
-  int flag = 0;
-  Result res = classify(kind, h, MPI_KEYVAL_INVALID, &v, &flag);
-  if (res.status == Status::ObjectNull || res.status == Status::ObjectUnknown) return refuse(call, res, kind, h, 0, 0);
   ObjectInfo info{};
-  if (e.object_info(kind, h, &info) && (info.flags & kObjectPredefined)) {
-    res.status = Status::ObjectPredefined;
-    return refuse(call, res, kind, h, 0, 0);
-  }
+  Result res = check_object(kind, h, &info);
+  if (res.ok() && (info.flags & kObjectPredefined)) res.status = Status::ObjectPredefined;
+  if (!res.ok()) return refuse(call, res, kind, h, 0, 0);
   ReplayScope replay(call, false);
   rc = forward();
   if (rc != MPI_SUCCESS) replay.replay().lenient = true;
