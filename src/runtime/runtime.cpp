@@ -233,6 +233,18 @@ int call_delete(ObjectKind kind, Binding lang, void* fn, Handle object, int key,
   return ierr;
 }
 
+// "<what> <name> of keyval K<prefix><value> during <call>", e.g. " returned 5" or " set *flag = 7".
+void report_callback_value(Rule rule, const char* what, int key, const char* prefix, long long value,
+                           const void* fn, int engine_key) {
+  char tail[128];
+  Appender a{tail, sizeof tail};
+  a.put(prefix);
+  a.num(value);
+  a.put(" during ");
+  a.put(current_call_name());
+  report_callback(rule, what, key, tail, fn, engine_key);
+}
+
 int run_copy(ObjectKind kind, Binding lang, void* fn, Handle old, int key, std::uint64_t extra, std::uint64_t in,
              std::uint64_t* out, int* flag, int engine_key) {
   int rc;
@@ -246,21 +258,10 @@ int run_copy(ObjectKind kind, Binding lang, void* fn, Handle old, int key, std::
       return MPI_ERR_OTHER;
     }
   }
-  char tail[128];
   if (rc != MPI_SUCCESS) {
-    Appender a{tail, sizeof tail};
-    a.put(" returned ");
-    a.num(rc);
-    a.put(" during ");
-    a.put(current_call_name());
-    report_callback(Rule::CallbackError, "copy callback", key, tail, fn, engine_key);
+    report_callback_value(Rule::CallbackError, "copy callback", key, " returned ", rc, fn, engine_key);
   } else if (*flag != 0 && *flag != 1) {
-    Appender a{tail, sizeof tail};
-    a.put(" set *flag = ");
-    a.num(*flag);
-    a.put(" during ");
-    a.put(current_call_name());
-    report_callback(Rule::CallbackBadFlag, "copy callback", key, tail, fn, engine_key);
+    report_callback_value(Rule::CallbackBadFlag, "copy callback", key, " set *flag = ", *flag, fn, engine_key);
   }
   return rc;
 }
@@ -278,15 +279,8 @@ int run_delete(ObjectKind kind, Binding lang, void* fn, Handle object, int key, 
       return MPI_ERR_OTHER;
     }
   }
-  if (rc != MPI_SUCCESS) {
-    char tail[128];
-    Appender a{tail, sizeof tail};
-    a.put(" returned ");
-    a.num(rc);
-    a.put(" during ");
-    a.put(current_call_name());
-    report_callback(Rule::CallbackError, "delete callback", key, tail, fn, engine_key);
-  }
+  if (rc != MPI_SUCCESS)
+    report_callback_value(Rule::CallbackError, "delete callback", key, " returned ", rc, fn, engine_key);
   return rc;
 }
 
