@@ -999,7 +999,7 @@ void started(int provided) {
     version[sizeof version - 1] = '\0';
     if (char* nl = std::strchr(version, '\n')) *nl = '\0';
     if (char* comma = std::strchr(version, ',')) *comma = '\0';
-    std::snprintf(r.run.mpi_library, sizeof r.run.mpi_library, "%s", version);
+    std::snprintf(r.run.mpi_library, sizeof r.run.mpi_library, "%.*s", static_cast<int>(sizeof r.run.mpi_library - 1), version);  // first line, clipped
   }
   r.engine->create_object(ObjectKind::Comm, r.world, kObjectPredefined | kObjectWorld);
   r.engine->create_object(ObjectKind::Comm, r.self, kObjectPredefined | kObjectSelf);
