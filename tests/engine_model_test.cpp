@@ -754,6 +754,7 @@ class ModelRun {
     cfg_.observer = &observer_;
     engine_ = std::make_unique<Engine>(cfg_);
     eimpl_ = std::make_unique<EngineImpl>(engine_.get());
+    memos_.clear();
     ref_ = std::make_unique<Reference>(cfg_);
     g = Ctx{};
     g.script = &kNoScript;
@@ -1094,6 +1095,64 @@ class ModelRun {
     }
     const std::string d = diff(op, ro, eo);
     ASSERT_TRUE(d.empty()) << where() << "divergence in " << describe(op) << ":\n" << d;
+    check_versions(op);
+  }
+
+  // Engine::version() / layout_version() promise that a memoised get answer stays right while
+  // they read the same (the runtime's query cache relies on it). After every step, the last few
+  // distinct get queries are asked again: a query whose answer changed while version() did not,
+  // or whose validity changed while layout_version() did not, fails the test at the step that
+  // forgot to advance them.
+  struct Query {
+    ObjectKind kind;
+    Handle h;
+    KeyvalId kv;
+    Binding b;
+    bool operator==(const Query& o) const { return kind == o.kind && h == o.h && kv == o.kv && b == o.b; }
+  };
+  struct Answer {
+    Result r;
+    int flag = 0;
+    std::uint64_t raw = 0;  // the output word as stored, not dereferenced
+    bool trunc = false;
+    bool operator==(const Answer& o) const { return r == o.r && flag == o.flag && raw == o.raw && trunc == o.trunc; }
+  };
+  struct Memo {
+    Query q;
+    std::uint64_t version, layout;
+    Answer a;
+  };
+  std::deque<Memo> memos_;
+  Answer ask(const Query& q) const {
+    Answer a;
+    std::uint64_t buf = 0x5A5A5A5A5A5A5A5AULL;
+    a.r = engine_->get_attr(q.kind, q.h, q.kv, q.b, &buf, &a.flag, &a.trunc);
+    a.raw = a.flag ? buf : 0;
+    return a;
+  }
+  void check_versions(const Op& op) {
+    if (engine_->finalized()) return;
+    const std::uint64_t version = engine_->version(), layout = engine_->layout_version();
+    ASSERT_EQ(version % 2, 0u) << where() << "version() odd between operations";
+    ASSERT_NE(layout, 0u) << where();
+    for (Memo& m : memos_) {
+      ASSERT_LE(m.version, version) << where() << "version() went backwards";
+      ASSERT_LE(m.layout, layout) << where() << "layout_version() went backwards";
+      const Answer now = ask(m.q);
+      if (m.layout == layout) {
+        ASSERT_EQ(str(m.a.r), str(now.r)) << where() << "after " << describe(op)
+                                          << ": a query's validity changed, layout_version() did not";
+      }
+      if (m.version == version) {
+        ASSERT_TRUE(m.a == now) << where() << "after " << describe(op) << ": a get's answer changed, version() did not";
+      }
+      m = Memo{m.q, version, layout, now};
+    }
+    if (op.t != OpT::GetAttr) return;
+    const Query q{op.kind, op.h, op.kv, op.b};
+    if (std::any_of(memos_.begin(), memos_.end(), [&](const Memo& m) { return m.q == q; })) return;
+    memos_.push_back(Memo{q, version, layout, ask(q)});
+    if (memos_.size() > 8) memos_.pop_front();
   }
 
   // --- the whole visible state ---

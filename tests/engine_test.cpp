@@ -1532,3 +1532,35 @@ TEST(Size, AttributeBytesPerAttributeAtMost64) {
 }
 
 }  // namespace
+
+// The versions a caller memoises get answers by (the runtime's query cache): layout_version()
+// moves only when a query's validity can change, version() whenever an answer can.
+TEST(Versions, LayoutMovesWithKeyvalsAndObjectsNotWithAttributes) {
+  Engine e;
+  const std::uint64_t l0 = e.layout_version();
+  EXPECT_NE(l0, 0u);
+  KeyvalId k = make_key(e, plain_spec());
+  const std::uint64_t l1 = e.layout_version();
+  EXPECT_GT(l1, l0);
+  create(e, kComm, {kA});
+  const std::uint64_t l2 = e.layout_version();
+  EXPECT_GT(l2, l1);
+  const std::uint64_t v0 = e.version();
+  ASSERT_EQ(e.set_attr(kComm, kA, k, Binding::C, 10), kOk);
+  const std::uint64_t v1 = e.version();
+  EXPECT_GT(v1, v0);
+  EXPECT_EQ(v1 % 2, 0u);
+  EXPECT_EQ(get_c(e, kComm, kA, k), 10u);
+  EXPECT_EQ(e.version(), v1);  // reading changes nothing
+  ASSERT_EQ(e.delete_attr(kComm, kA, k), kOk);
+  EXPECT_GT(e.version(), v1);
+  EXPECT_EQ(e.layout_version(), l2);  // set and delete leave validity alone
+  ASSERT_EQ(e.free_keyval(kComm, &k), kOk);
+  const std::uint64_t l3 = e.layout_version();
+  EXPECT_GT(l3, l2);
+  ASSERT_EQ(e.free_object(kComm, kA), kOk);
+  EXPECT_GT(e.layout_version(), l3);
+  const std::uint64_t l4 = e.layout_version();
+  e.finalize();
+  EXPECT_GT(e.layout_version(), l4);
+}

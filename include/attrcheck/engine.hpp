@@ -338,6 +338,15 @@ class Engine {
   FinalizeReport finalize(const FinalizeOptions& options = FinalizeOptions{});
   bool finalized() const noexcept;
 
+  // --- versions, for callers that memoise answers (docs/engine.md, "Versions") ---
+  // Advances with every change of state a get_attr can observe; odd while a change is under way.
+  // A get_attr answer read while version() was an even V is still the answer while it reads V.
+  std::uint64_t version() const noexcept;
+  // Advances whenever the validity of a (kind, handle, keyval) query can change: a keyval
+  // created, freed or destroyed, an object registered or unregistered, a predefined keyval
+  // registered, finalize. Setting and deleting attributes leave it alone. Never 0.
+  std::uint64_t layout_version() const noexcept;
+
   // --- introspection ---
   bool keyval_info(KeyvalId id, KeyvalInfo* out) const;
   std::vector<KeyvalInfo> live_keyvals() const;             // user keyvals not destroyed

@@ -59,20 +59,27 @@ class SpinLock {
 
 using Lock = std::unique_lock<SpinLock>;
 
-// A writer's change to reader-visible state; the lock must be held.
+// A writer's change to reader-visible state; the lock must be held. A change that can alter
+// whether a (kind, handle, keyval) query is valid at all also advances `layout` (after the change,
+// so a reader that sees the new layout value also sees the change).
 class WriteSection {
  public:
-  explicit WriteSection(std::atomic<std::uint64_t>& seq) noexcept : seq_(seq) {
+  explicit WriteSection(std::atomic<std::uint64_t>& seq, std::atomic<std::uint64_t>* layout = nullptr) noexcept
+      : seq_(seq), layout_(layout) {
     const std::uint64_t s = seq_.load(std::memory_order_relaxed);
     seq_.store(s + 1, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_release);
   }
-  ~WriteSection() { seq_.store(seq_.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+  ~WriteSection() {
+    seq_.store(seq_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    if (layout_) layout_->fetch_add(1, std::memory_order_release);
+  }
   WriteSection(const WriteSection&) = delete;
   WriteSection& operator=(const WriteSection&) = delete;
 
  private:
   std::atomic<std::uint64_t>& seq_;
+  std::atomic<std::uint64_t>* layout_;
 };
 
 // The callbacks running on this thread, innermost last: a modification of the object a callback
@@ -361,6 +368,7 @@ struct Engine::Impl {
 
   mutable SpinLock mu_;
   std::atomic<std::uint64_t> seq_{0};
+  std::atomic<std::uint64_t> layout_{1};  // see Engine::layout_version()
   std::atomic<bool> finalized_{false};
 
   // Keyvals.
@@ -444,7 +452,7 @@ struct Engine::Impl {
 
   void unref_keyval(KeyvalSlot* k) {
     if (k->state.load(std::memory_order_relaxed) == kKeyFreed && k->attributes == 0 && k->pins == 0) {
-      WriteSection ws(seq_);
+      WriteSection ws(seq_, &layout_);
       k->state.store(kKeyDestroyed, std::memory_order_relaxed);
       destroyed_slots_.push_back(static_cast<std::uint32_t>(k->id.load(std::memory_order_relaxed)) & kSlotMask);
     }
@@ -484,7 +492,7 @@ struct Engine::Impl {
     o->next_order = 1;
 
     HandleMap* m = map_.load(std::memory_order_relaxed);
-    WriteSection ws(seq_);
+    WriteSection ws(seq_, &layout_);
     if ((m->count + 1) * 2 > m->mask + 1) {
       HandleMap* bigger = new_map(64 - m->shift + 1);
       for (std::uint32_t i = 0; i <= m->mask; ++i) {
@@ -512,7 +520,7 @@ struct Engine::Impl {
   void unregister_object(std::uint32_t slot) {
     ObjectSlot* o = objects_.get(slot);
     HandleMap* m = map_.load(std::memory_order_relaxed);
-    WriteSection ws(seq_);
+    WriteSection ws(seq_, &layout_);
     std::uint32_t hole = 0;
     if (m->find(o->kind, o->handle, &hole) != UINT32_MAX) {
       // Backward-shift deletion keeps every probe sequence unbroken.
@@ -860,7 +868,7 @@ struct Engine::Impl {
         continue;
       }
       {
-        WriteSection ws(seq_);
+        WriteSection ws(seq_, &layout_);
         k->kind.store(static_cast<std::uint8_t>(spec.kind), std::memory_order_relaxed);
         k->state.store(kKeyAlive, std::memory_order_relaxed);
         k->id.store(id, std::memory_order_relaxed);
@@ -888,7 +896,7 @@ struct Engine::Impl {
     if (s == Status::KeyvalFreed) return {Status::KeyvalDoubleFree, 0};
     if (k->spec.kind != kind) return {Status::KeyvalKindMismatch, 0};
     {
-      WriteSection ws(seq_);
+      WriteSection ws(seq_, &layout_);
       k->state.store(kKeyFreed, std::memory_order_relaxed);
     }
     k->freed_at = origin;
@@ -906,6 +914,7 @@ struct Engine::Impl {
       return {Status::KeyvalPredefined, 0};
     const std::uint32_t n = predefined_count_.load(std::memory_order_relaxed);
     if (n >= kMaxPredefined) return {Status::CapacityExhausted, 0};
+    WriteSection ws(seq_, &layout_);
     PredefinedKeyval& p = predefined_[n];
     p.id.store(id, std::memory_order_relaxed);
     p.kind.store(static_cast<std::uint8_t>(kind), std::memory_order_relaxed);
@@ -1328,7 +1337,10 @@ struct Engine::Impl {
         o->mutating = previous;
       }
     }
-    finalized_.store(true, std::memory_order_release);
+    {
+      WriteSection ws(seq_, &layout_);
+      finalized_.store(true, std::memory_order_release);
+    }
     return report;
   }
 
@@ -1451,6 +1463,8 @@ Result Engine::install_predefined(ObjectKind kind, Handle handle, KeyvalId keyva
 }
 FinalizeReport Engine::finalize(const FinalizeOptions& options) { return impl_->finalize(options); }
 bool Engine::finalized() const noexcept { return impl_->finalized_.load(std::memory_order_acquire); }
+std::uint64_t Engine::version() const noexcept { return impl_->seq_.load(std::memory_order_acquire); }
+std::uint64_t Engine::layout_version() const noexcept { return impl_->layout_.load(std::memory_order_acquire); }
 
 bool Engine::keyval_info(KeyvalId id, KeyvalInfo* out) const { return impl_->keyval_info(id, out); }
 std::vector<KeyvalInfo> Engine::live_keyvals() const {
