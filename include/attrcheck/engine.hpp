@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstddef>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -346,6 +347,12 @@ class Engine {
   // created, freed or destroyed, an object registered or unregistered, a predefined keyval
   // registered, finalize. Setting and deleting attributes leave it alone. Never 0.
   std::uint64_t layout_version() const noexcept;
+  // Advances both, for a host whose own part of a query's validity changed (the runtime's map
+  // from library keyvals to engine keyvals; MPI opening or closing).
+  void advance_layout();
+  // The counters behind the two, for a hot path that reads them inline (load with acquire).
+  const std::atomic<std::uint64_t>* version_counter() const noexcept;
+  const std::atomic<std::uint64_t>* layout_counter() const noexcept;
 
   // --- introspection ---
   bool keyval_info(KeyvalId id, KeyvalInfo* out) const;

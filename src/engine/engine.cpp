@@ -1465,6 +1465,12 @@ FinalizeReport Engine::finalize(const FinalizeOptions& options) { return impl_->
 bool Engine::finalized() const noexcept { return impl_->finalized_.load(std::memory_order_acquire); }
 std::uint64_t Engine::version() const noexcept { return impl_->seq_.load(std::memory_order_acquire); }
 std::uint64_t Engine::layout_version() const noexcept { return impl_->layout_.load(std::memory_order_acquire); }
+void Engine::advance_layout() {
+  Lock lk(impl_->mu_);
+  WriteSection ws(impl_->seq_, &impl_->layout_);
+}
+const std::atomic<std::uint64_t>* Engine::version_counter() const noexcept { return &impl_->seq_; }
+const std::atomic<std::uint64_t>* Engine::layout_counter() const noexcept { return &impl_->layout_; }
 
 bool Engine::keyval_info(KeyvalId id, KeyvalInfo* out) const { return impl_->keyval_info(id, out); }
 std::vector<KeyvalInfo> Engine::live_keyvals() const {

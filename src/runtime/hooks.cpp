@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "runtime/query_cache.hpp"
 #include "runtime/runtime.hpp"
 
 namespace attrcheck::rt {
@@ -18,6 +19,13 @@ namespace attrcheck::rt {
 namespace {
 
 thread_local char t_token;  // its address identifies the thread
+
+}  // namespace
+
+__thread QueryCache t_queries;
+__thread unsigned t_fast_gate = 1;
+
+namespace {
 
 // Everything an intercepted call checks first. False: refuse with *rc.
 [[gnu::noinline]] bool enter_slow(const Call& call, int* rc) {
@@ -63,10 +71,13 @@ thread_local char t_token;  // its address identifies the thread
 // call, and this thread allowed to make it. Anything else takes the full path above.
 inline bool enter(const Call& call, int* rc) {
   const Runtime& r = state();
-  if (ATTRCHECK_LIKELY(phase() == Phase::Running && t_cb_depth == 0 && !call.api->replacement &&
+  if (ATTRCHECK_LIKELY(static_cast<Phase>(r.phase.load(std::memory_order_acquire)) == Phase::Running &&
+                       t_cb_depth == 0 && !call.api->replacement &&
                        (r.thread_level >= MPI_THREAD_SERIALIZED ||
-                        r.first_thread.load(std::memory_order_relaxed) == &t_token)))
+                        r.first_thread.load(std::memory_order_relaxed) == &t_token))) {
+    t_fast_gate &= ~1u;  // for good: the thread level and the first thread never change
     return true;
+  }
   return enter_slow(call, rc);
 }
 
@@ -99,14 +110,38 @@ Result check_object(ObjectKind kind, Handle h, ObjectInfo* info = nullptr) {
   return {Status::ObjectUnknown, 0};
 }
 
+
+// Remembers a query found valid at `layout` while MPI runs (nothing remembered outlives the
+// layout advance when MPI_Finalize begins); nullptr otherwise.
+QueryCache::Entry* remember_query(ObjectKind kind, Binding as, Handle h, int key, int engine_key,
+                                  std::uint64_t layout) noexcept {
+  if (!g_fast.open.load(std::memory_order_acquire)) return nullptr;
+  return &t_queries.remember(kind, as, h, key, engine_key, layout);
+}
+
 // What a set or delete would be refused for, before it reaches the library (shadow mode):
-// object and keyval checks, predefined keyvals being read-only. *present: the attribute is set.
-Result check_modify(ObjectKind kind, Handle h, int key, int engine_key, int* present) {
+// object and keyval checks, predefined keyvals being read-only. A query this thread already found
+// valid skips them. *engine_key: the engine's keyval; *present (if given): the attribute is set.
+Result check_modify(const Call& call, Handle h, int key, int* engine_key, int* present) {
+  Runtime& r = state();
+  const ObjectKind kind = call.api->kind;
+  const Binding as = call.api->binding;
+  const std::uint64_t layout = layout_stamp();
   void* current = nullptr;
+  if (const QueryCache::Entry* q = t_queries.find(kind, as, h, key, layout)) {
+    *engine_key = q->engine_key;
+    if (!present) return {};
+    const Result res = r.engine->get_attr(kind, h, q->engine_key, Binding::C, &current, present);
+    if (res.ok()) return res;
+  }
+  *engine_key = to_engine_key(key);
+  int found = 0;
   Result res = with_object(kind, h, [&] {
-    return state().engine->get_attr(kind, h, engine_key, Binding::C, &current, present);
+    return r.engine->get_attr(kind, h, *engine_key, Binding::C, &current, &found);
   });
   if (res.ok() && is_predefined_key(key)) res.status = Status::KeyvalPredefined;
+  if (res.ok()) remember_query(kind, as, h, key, *engine_key, layout);
+  if (present) *present = found;
   return res;
 }
 
@@ -206,7 +241,7 @@ int on_null_arg(const Call& call, const char* param) {
 // ---- keyvals ----------------------------------------------------------------------------------
 
 int on_create_keyval(const Call& call, void* copy_fn, void* delete_fn, int* keyval, std::uint64_t extra_state,
-                     FnRef<int(void*, void*, std::uint64_t)> forward) {
+                     const FnRef<int(void*, void*, std::uint64_t)>& forward) {
   CallScope scope(call);
   int rc;
   if (!enter(call, &rc)) return rc;
@@ -274,7 +309,7 @@ int on_create_keyval(const Call& call, void* copy_fn, void* delete_fn, int* keyv
   return MPI_SUCCESS;
 }
 
-int on_free_keyval(const Call& call, int* keyval, FnRef<int()> forward) {
+int on_free_keyval(const Call& call, int* keyval, const FnRef<int()>& forward) {
   CallScope scope(call);
   int rc;
   if (!enter(call, &rc)) return rc;
@@ -295,43 +330,74 @@ int on_free_keyval(const Call& call, int* keyval, FnRef<int()> forward) {
 
 // ---- attributes ---------------------------------------------------------------------------------
 
-int on_set_attr(const Call& call, Handle h, int key, std::uint64_t word, FnRef<int()> forward) {
+int on_set_attr(const Call& call, Handle h, int key, std::uint64_t word, const FnRef<int()>& forward) {
   CallScope scope(call);
   int rc;
   if (!enter(call, &rc)) return rc;
   Runtime& r = state();
   const ObjectKind kind = call.api->kind;
   if (in_callback_for(kind, h)) return reentrant(call, kind, h);
-  const int engine_key = to_engine_key(key);
   const Origin origin = origin_site(call);
-  auto set = [&] { return r.engine->set_attr(kind, h, engine_key, call.api->binding, word, origin); };
   if (r.mode == Mode::Emulate) {
-    const Result res = with_object(kind, h, set);
-    return res.ok() ? MPI_SUCCESS : refuse(call, res, kind, h, key, engine_key);
+    const Result res = with_object(kind, h, [&] {
+      return r.engine->set_attr(kind, h, key, call.api->binding, word, origin);
+    });
+    return res.ok() ? MPI_SUCCESS : refuse(call, res, kind, h, key, key);
   }
-  int present = 0;
-  Result res = check_modify(kind, h, key, engine_key, &present);
+  int engine_key = 0;
+  Result res = check_modify(call, h, key, &engine_key, nullptr);
   if (!res.ok()) return refuse(call, res, kind, h, key, engine_key);
   ReplayScope replay(call, false);
   rc = forward();
   if (rc != MPI_SUCCESS) replay.replay().lenient = true;  // the library stopped somewhere of its own
-  res = set();
+  res = r.engine->set_attr(kind, h, engine_key, call.api->binding, word, origin);
   replay.finish();
   if ((rc == MPI_SUCCESS) != res.ok()) result_divergence(call, rc, res, key);
   return rc;
 }
 
-namespace {
-// Everything but the common case of a get: unknown objects, refusals, truncation, predefined
-// keys, and the shadow cross-check.
-[[gnu::noinline]] int get_attr_full(const Call& call, Handle h, int key, void* value_out, int* flag,
-                                    FnRef<int()> forward) {
+bool refresh_answer(QueryCache::Entry& q, std::uint64_t version) noexcept {
+  if (q.layout != layout_stamp()) return false;
+  std::uint64_t word = 0;
+  int found = 0;
+  bool truncated = false;
+  const Result res =
+      state().engine->get_attr(q.kind(), q.object, q.engine_key, q.binding(), &word, &found, &truncated);
+  if (!res.ok() || truncated) return false;
+  QueryCache::remember_answer(q, version, word, found);
+  return true;
+}
+
+int get_disagreement(const Call& call, int key, int rc, const void* value_out, const int* flag, int model_flag,
+                     std::uint64_t model_word) noexcept {
+  if (rc != MPI_SUCCESS) {
+    result_divergence(call, rc, Result{}, key);
+    return rc;
+  }
+  if (same_answer(call.api->binding, value_out, *flag, model_flag, model_word)) return rc;
+  char d[160];
+  Appender a{d, sizeof d};
+  a.put(*flag ? "returned flag 1" : "returned flag 0");
+  a.put(model_flag ? " where the attribute is set" : " where no attribute is set");
+  if (*flag && model_flag) a.put(", with a different value");
+  divergence(call, d, true, key);
+  return rc;
+}
+
+// A get the inline path (runtime/fast_path.hpp) could not answer: queries not yet found valid on
+// this thread (unknown objects, refusals), truncation, predefined keys. A valid query is
+// remembered, so the next get of it takes the inline path.
+int on_get_attr(const Call& call, Handle h, int key, void* value_out, int* flag, const FnRef<int()>& forward) {
+  // No CallScope: a get runs no callback that would need to name it.
+  int rc;
+  if (!enter(call, &rc)) return rc;
   Runtime& r = state();
   const ObjectKind kind = call.api->kind;
   const Binding as = call.api->binding;
-  const std::size_t size = as == Binding::FortranInt ? sizeof(MPI_Fint) : sizeof(void*);
+  const std::uint64_t layout = layout_stamp();
+  const std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
   const int engine_key = to_engine_key(key);
-  std::uint64_t model = 0;  // the value as the caller reads it (the first `size` bytes)
+  std::uint64_t model = 0;  // the value as the caller reads it (the first value_size bytes)
   int model_flag = 0;
   bool truncated = false;
   const Result res = with_object(kind, h, [&] {
@@ -344,54 +410,28 @@ namespace {
     in.has_keyval = true;
     in.keyval = key;
     report(in);
+  } else if (QueryCache::Entry* q = remember_query(kind, as, h, key, engine_key, layout)) {
+    QueryCache::remember_answer(*q, version, model, model_flag);
   }
   if (r.mode == Mode::Emulate) {
     *flag = model_flag;
-    if (model_flag) std::memcpy(value_out, &model, size);
+    if (model_flag) std::memcpy(value_out, &model, value_size(as));
     return MPI_SUCCESS;
   }
-  const int rc = forward();
-  if (rc != MPI_SUCCESS) {
-    result_divergence(call, rc, res, key);
-  } else if ((*flag != 0) != (model_flag != 0) || (model_flag && std::memcmp(value_out, &model, size) != 0)) {
-    char d[160];
-    Appender a{d, sizeof d};
-    a.put(*flag ? "returned flag 1" : "returned flag 0");
-    a.put(model_flag ? " where the attribute is set" : " where no attribute is set");
-    if (*flag && model_flag) a.put(", with a different value");
-    divergence(call, d, true, key);
-  }
-  return rc;
-}
-}  // namespace
-
-int on_get_attr(const Call& call, Handle h, int key, void* value_out, int* flag, FnRef<int()> forward) {
-  // No CallScope: a get runs no callback that would need to name it.
-  int rc;
-  if (!enter(call, &rc)) return rc;
-  // Emulate's common case: the engine answers straight into the caller's variables.
-  if (!g_shadow && !is_predefined_key(key)) {
-    bool truncated = false;
-    int found = 0;
-    const Result res = state().engine->get_attr(call.api->kind, h, key, call.api->binding, value_out, &found, &truncated);
-    if (ATTRCHECK_LIKELY(res.ok() && !truncated)) {
-      *flag = found;
-      return MPI_SUCCESS;
-    }
-  }
-  return get_attr_full(call, h, key, value_out, flag, forward);
+  rc = forward();
+  if (rc == MPI_SUCCESS && same_answer(as, value_out, *flag, model_flag, model)) return rc;
+  return get_disagreement(call, key, rc, value_out, flag, model_flag, model);
 }
 
-int on_delete_attr(const Call& call, Handle h, int key, FnRef<int()> forward) {
+int on_delete_attr(const Call& call, Handle h, int key, const FnRef<int()>& forward) {
   CallScope scope(call);
   int rc;
   if (!enter(call, &rc)) return rc;
   Runtime& r = state();
   const ObjectKind kind = call.api->kind;
   if (in_callback_for(kind, h)) return reentrant(call, kind, h);
-  const int engine_key = to_engine_key(key);
-  int present = 0;
-  Result res = check_modify(kind, h, key, engine_key, &present);
+  int engine_key = 0, present = 0;
+  Result res = check_modify(call, h, key, &engine_key, &present);
   if (!res.ok()) return refuse(call, res, kind, h, key, engine_key);
   if (!present) {  // not an error by the standard, but not portable
     report_status(call, Status::AttrAbsent, kind, h, key, engine_key);
@@ -432,7 +472,7 @@ Handle scratch_handle() {
 }
 }  // namespace
 
-int on_dup(const Call& call, Handle old, FnRef<int(Handle*)> forward, FnRef<void()> undo) {
+int on_dup(const Call& call, Handle old, const FnRef<int(Handle*)>& forward, const FnRef<void()>& undo) {
   CallScope scope(call);
   int rc;
   if (!enter(call, &rc)) return rc;
@@ -489,7 +529,7 @@ int on_dup(const Call& call, Handle old, FnRef<int(Handle*)> forward, FnRef<void
   return rc;
 }
 
-int on_construct(const Call& call, FnRef<int(Handle*)> forward) {
+int on_construct(const Call& call, const FnRef<int(Handle*)>& forward) {
   CallScope scope(call);
   int rc;
   if (!enter(call, &rc)) return rc;
@@ -523,7 +563,7 @@ int on_construct(const Call& call, FnRef<int(Handle*)> forward) {
   return rc;
 }
 
-int on_free(const Call& call, Handle h, FnRef<int()> forward) {
+int on_free(const Call& call, Handle h, const FnRef<int()>& forward) {
   CallScope scope(call);
   int rc;
   if (!enter(call, &rc)) return rc;
@@ -562,7 +602,7 @@ int on_free(const Call& call, Handle h, FnRef<int()> forward) {
 
 // ---- lifecycle ----------------------------------------------------------------------------------
 
-int on_init(const Call&, int, FnRef<int(int*)> forward) {
+int on_init(const Call&, int, const FnRef<int(int*)>& forward) {
   // (The configuration was read when the library was loaded.)
   int provided = MPI_THREAD_SINGLE;
   const int rc = forward(&provided);
@@ -570,7 +610,7 @@ int on_init(const Call&, int, FnRef<int(int*)> forward) {
   return rc;
 }
 
-int on_finalize(const Call& call, FnRef<int()> forward) {
+int on_finalize(const Call& call, const FnRef<int()>& forward) {
   Runtime& r = state();
   if (phase() != Phase::Running) return forward();
   CallScope scope(call);
@@ -583,6 +623,8 @@ int on_finalize(const Call& call, FnRef<int()> forward) {
     in.keyval = rec ? rec->user_id : a.keyval;
     report(in);
   }
+  g_fast.open.store(false, std::memory_order_release);
+  r.engine->advance_layout();  // every remembered query is void
   r.phase.store(static_cast<int>(Phase::Finalizing), std::memory_order_release);
   FinalizeOptions options;
   options.delete_world_attributes = true;  // what Open MPI 4.1 and MPICH do natively
@@ -628,7 +670,7 @@ int on_finalize(const Call& call, FnRef<int()> forward) {
   return rc;
 }
 
-int on_abort(const Call& call, Handle, int, FnRef<int()> forward) {
+int on_abort(const Call& call, Handle, int, const FnRef<int()>& forward) {
   Runtime& r = state();
   CallScope scope(call);
   r.run.status.store("aborted");

@@ -69,18 +69,18 @@ void* fortran_pmpi(const char* name) noexcept;
 int on_null_arg(const Call& call, const char* param);
 // extra_state: the pointer (C) or the integer (Fortran); forward gets the same representation.
 int on_create_keyval(const Call& call, void* copy_fn, void* delete_fn, int* keyval, std::uint64_t extra_state,
-                     FnRef<int(void* copy_fn, void* delete_fn, std::uint64_t extra_state)> forward);
-int on_free_keyval(const Call& call, int* keyval, FnRef<int()> forward);
+                     const FnRef<int(void* copy_fn, void* delete_fn, std::uint64_t extra_state)>& forward);
+int on_free_keyval(const Call& call, int* keyval, const FnRef<int()>& forward);
 // value: the word as set in the call's binding (an address from C, the integer from Fortran).
-int on_set_attr(const Call& call, Handle object, int keyval, std::uint64_t value, FnRef<int()> forward);
+int on_set_attr(const Call& call, Handle object, int keyval, std::uint64_t value, const FnRef<int()>& forward);
 // value_out: a void* (C), an MPI_Aint (Fortran) or an MPI_Fint (MPI_ATTR_GET from Fortran).
-int on_get_attr(const Call& call, Handle object, int keyval, void* value_out, int* flag, FnRef<int()> forward);
-int on_delete_attr(const Call& call, Handle object, int keyval, FnRef<int()> forward);
-int on_dup(const Call& call, Handle object, FnRef<int(Handle*)> forward, FnRef<void()> undo);
-int on_construct(const Call& call, FnRef<int(Handle*)> forward);
-int on_free(const Call& call, Handle object, FnRef<int()> forward);
-int on_init(const Call& call, int required, FnRef<int(int* provided)> forward);
-int on_finalize(const Call& call, FnRef<int()> forward);
-int on_abort(const Call& call, Handle comm, int errorcode, FnRef<int()> forward);
+int on_get_attr(const Call& call, Handle object, int keyval, void* value_out, int* flag, const FnRef<int()>& forward);
+int on_delete_attr(const Call& call, Handle object, int keyval, const FnRef<int()>& forward);
+int on_dup(const Call& call, Handle object, const FnRef<int(Handle*)>& forward, const FnRef<void()>& undo);
+int on_construct(const Call& call, const FnRef<int(Handle*)>& forward);
+int on_free(const Call& call, Handle object, const FnRef<int()>& forward);
+int on_init(const Call& call, int required, const FnRef<int(int* provided)>& forward);
+int on_finalize(const Call& call, const FnRef<int()>& forward);
+int on_abort(const Call& call, Handle comm, int errorcode, const FnRef<int()>& forward);
 
 }  // namespace attrcheck::rt

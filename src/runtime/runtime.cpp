@@ -99,6 +99,7 @@ class CbGuard {
       : fn_(t_cb_fn), keyval_(t_cb_keyval), call_(t_cb_call), copy_(t_cb_is_copy) {
     if (t_cb_depth < kMaxCbDepth) t_cb[t_cb_depth] = CbFrame{kind, object, teardown};
     ++t_cb_depth;
+    t_fast_gate += 2;  // no inline path inside our callbacks
     t_cb_fn = fn;
     t_cb_keyval = keyval;
     t_cb_call = call;
@@ -106,6 +107,7 @@ class CbGuard {
   }
   ~CbGuard() {
     --t_cb_depth;
+    t_fast_gate -= 2;
     t_cb_fn = fn_;
     t_cb_keyval = keyval_;
     t_cb_call = call_;
@@ -484,6 +486,7 @@ bool prepare_report(Runtime& r, const char* name) {
 
 std::atomic<Runtime*> g_runtime{nullptr};
 bool g_off = false;
+FastState g_fast;
 
 Runtime& create_state() noexcept {
   // Never destroyed: it must outlive atexit handlers and late callbacks.
@@ -504,6 +507,8 @@ Runtime& create_state() noexcept {
     config.null_handle[static_cast<int>(ObjectKind::Win)] = handle(MPI_WIN_NULL);
     config.invoker = new RuntimeInvoker;
     rt->engine = new Engine(config);
+    g_fast.version = rt->engine->version_counter();
+    g_fast.layout = rt->engine->layout_counter();
     g_off = rt->mode == Mode::Off;
     g_shadow = rt->mode == Mode::Shadow;
     return rt;
@@ -572,6 +577,7 @@ void map_key(int user_key, int engine_id) noexcept {
     std::lock_guard<std::mutex> lock(r.big_keys_mu);
     r.big_keys[user_key] = engine_id;
   }
+  r.engine->advance_layout();  // queries remembered with the old mapping are void
 }
 
 namespace {
@@ -1013,6 +1019,8 @@ void started(int provided) {
   std::snprintf(name, sizeof name, "rank-%d.json", r.run.rank);
   if (prepare_report(r, name) && had_early) ::unlink(early);
   r.phase.store(static_cast<int>(Phase::Running), std::memory_order_release);
+  r.engine->advance_layout();
+  g_fast.open.store(true, std::memory_order_release);
   install_signal_handlers();
   static bool registered = false;
   if (!registered) {

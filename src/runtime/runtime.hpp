@@ -13,6 +13,7 @@
 #include "attrcheck/engine.hpp"
 #include "attrcheck/provenance.hpp"
 #include "report/report.hpp"
+#include "runtime/fast_path.hpp"
 #include "runtime/hooks.hpp"
 
 namespace attrcheck::rt {
@@ -48,6 +49,36 @@ struct Observation {
   bool used;
 };
 
+// A list that keeps its first N elements inline: the usual forwarded call sees a callback or
+// two, and a heap allocation per set would cost more than the rest of the bookkeeping.
+template <typename T, std::size_t N>
+class InlineList {
+ public:
+  InlineList() = default;
+  InlineList(const InlineList&) = delete;  // data_ may point into this object
+  InlineList& operator=(const InlineList&) = delete;
+  void push_back(const T& v) {
+    if (data_ == inline_ && size_ < N) {
+      inline_[size_++] = v;
+      return;
+    }
+    if (data_ == inline_) heap_.assign(inline_, inline_ + size_);
+    heap_.push_back(v);
+    data_ = heap_.data();
+    ++size_;
+  }
+  T* begin() noexcept { return data_; }
+  T* end() noexcept { return data_ + size_; }
+  const T* begin() const noexcept { return data_; }
+  const T* end() const noexcept { return data_ + size_; }
+
+ private:
+  T inline_[N];
+  std::vector<T> heap_;
+  T* data_ = inline_;
+  std::size_t size_ = 0;
+};
+
 // Collects the callbacks the library runs during one forwarded call, then answers the engine's
 // mirror of that call from them (shadow mode): the engine never runs user code twice.
 struct Replay {
@@ -57,7 +88,7 @@ struct Replay {
   bool lenient = false;        // missing / extra callbacks are expected (no divergence)
   Handle ordered_object = 0;   // delete callbacks on this object must come in the engine's order
   bool has_ordered_object = false;
-  std::vector<Observation> seen;
+  InlineList<Observation, 8> seen;
   Replay* outer = nullptr;
 };
 
@@ -112,7 +143,6 @@ inline Runtime& state() noexcept {
 KeyRecord* record_for(int engine_id) noexcept;            // nullptr if none
 KeyRecord* new_record(int engine_id);
 int to_engine_key_shadow(int user_key) noexcept;
-extern bool g_shadow;
 inline int to_engine_key(int user_key) noexcept {  // shadow: the library's id mapped; emulate: identity
   return g_shadow ? to_engine_key_shadow(user_key) : user_key;
 }

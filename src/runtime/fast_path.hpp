@@ -1,0 +1,96 @@
+// The get wrappers' inline first resort: a query this thread already checked, answered from the
+// per-thread query cache (runtime/query_cache.hpp) while the engine has not changed. Everything
+// else (the first call of a query, any refusal, predefined keys, truncation, a changed keyval or
+// object, callbacks running, finalize) takes the full hook in hooks.cpp.
+//
+// A hit is the same decision the full hook would make: the entry's stamps prove that nothing its
+// checks depend on has changed. In shadow mode the call still goes to the library and the answer
+// is still compared with the model's on every call.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+
+#include "runtime/hooks.hpp"
+#include "runtime/query_cache.hpp"
+
+namespace attrcheck::rt {
+
+// What the inline path reads, on one cache line; set by the runtime.
+struct alignas(64) FastState {
+  const std::atomic<std::uint64_t>* version = nullptr;  // Engine::version_counter()
+  const std::atomic<std::uint64_t>* layout = nullptr;   // Engine::layout_counter()
+  // MPI running: queries may be remembered only then (so nothing remembered outlives a close).
+  std::atomic<bool> open{false};
+};
+extern FastState g_fast;
+extern bool g_shadow;  // set once, at load
+// (__thread, not thread_local: constant-initialised, so reading them needs no TLS init call.)
+extern __thread QueryCache t_queries;
+// Zero when this thread may take the inline path: bit 0 is set until the thread has passed the
+// thread-level check once; each callback of ours running on the thread adds 2.
+extern __thread unsigned t_fast_gate;
+
+// The stamp query cache entries are checked against: it moves whenever a keyval or object comes
+// or goes, and when the runtime remaps a library keyval or MPI opens or closes
+// (Engine::advance_layout).
+inline std::uint64_t layout_stamp() noexcept { return g_fast.layout->load(std::memory_order_acquire); }
+
+// For a cached query whose answer is out of date: if the query is still valid, reads the
+// engine's answer into it. False if the full hook must decide (the query's validity may have
+// changed, an error, a truncated value).
+bool refresh_answer(QueryCache::Entry& q, std::uint64_t version) noexcept;
+
+// The cached query with a current answer, or nullptr (then call the full hook). An answer read
+// at the version the engine still has needs no layout check: every layout change is a version
+// change.
+inline const QueryCache::Entry* checked_query(const Api& api, Handle h, int key) noexcept {
+  if (api.replacement || t_fast_gate != 0) return nullptr;
+  QueryCache::Entry* q = t_queries.lookup(api.kind, api.binding, h, key);
+  if (!q) return nullptr;
+  const std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
+  return QueryCache::has_answer(*q, version) || refresh_answer(*q, version) ? q : nullptr;
+}
+
+inline std::size_t value_size(Binding as) noexcept { return as == Binding::FortranInt ? 4 : 8; }
+
+// Emulate mode: the cached answer is the answer.
+inline int answer(const QueryCache::Entry& q, void* value_out, int* flag) noexcept {
+  *flag = q.flag;
+  if (q.flag) std::memcpy(value_out, &q.word, value_size(q.binding()));
+  return MPI_SUCCESS;
+}
+
+// Whether a get's answer (flag, and the value at value_out) is the model's.
+inline bool same_answer(Binding as, const void* value_out, int flag, int model_flag, std::uint64_t model_word) noexcept {
+  if ((flag != 0) != (model_flag != 0)) return false;
+  if (!model_flag) return true;
+  if (as == Binding::FortranInt) {
+    std::uint32_t v, w;
+    std::memcpy(&v, value_out, sizeof v);
+    std::memcpy(&w, &model_word, sizeof w);
+    return v == w;
+  }
+  std::uint64_t v;
+  std::memcpy(&v, value_out, sizeof v);
+  return v == model_word;
+}
+
+// Shadow mode: reports how the library's answer differs from the model's; returns rc.
+int get_disagreement(const Call& call, int key, int rc, const void* value_out, const int* flag,
+                     int model_flag, std::uint64_t model_word) noexcept;
+
+// Shadow mode: forwards the get and compares the library's answer with the cached model answer.
+template <typename Forward>
+inline int cross_check(const Api& api, const void* caller, const QueryCache::Entry& q, void* value_out, int* flag,
+                       Forward&& forward) {
+  const int model_flag = q.flag;
+  const std::uint64_t model_word = q.word;
+  const int rc = forward();
+  if (__builtin_expect(rc == MPI_SUCCESS && same_answer(api.binding, value_out, *flag, model_flag, model_word), 1))
+    return rc;
+  return get_disagreement(Call{&api, caller}, q.key(), rc, value_out, flag, model_flag, model_word);
+}
+
+}  // namespace attrcheck::rt
