@@ -2,6 +2,9 @@
 # The MPI microbenchmark, natively and under each attrcheck mode, in one run; prints ns/op and
 # the ratio to native for each. Rounds alternate the configurations so that machine noise hits
 # all of them alike; each cell is the best of its rounds.
+# Then the paired in-process ratios (bench/mpi_attr_bench.c: the library's own PMPI_ calls
+# against the same calls through the tool, alternating inside one process): the median over
+# the rounds. Natively they are ~1.00, which checks the method.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build}
@@ -22,7 +25,7 @@ for ((r = 0; r < rounds; r++)); do
   done
 done
 python3 - "$out" "${configs[@]}" <<'PY'
-import sys, collections
+import sys, collections, statistics
 out, configs = sys.argv[1], sys.argv[2:]
 best = collections.OrderedDict()
 for c in configs:
@@ -37,4 +40,18 @@ print(f"{'operation':22} " + " ".join(f"{c + ' ns':>12}" for c in configs) + "  
 for name, row in best.items():
     print(f"{name:22} " + " ".join(f"{row.get(c, float('nan')):12.1f}" for c in configs) + "  " +
           " ".join(f"{row.get(c, float('nan')) / row['native']:15.2f}" for c in configs[1:]))
+
+pairs = collections.OrderedDict()
+for c in configs:
+    for line in open(f"{out}/{c}"):
+        parts = line.split()
+        if len(parts) == 8 and parts[0] == "pair":
+            pairs.setdefault(parts[1], {}).setdefault(c, []).append(float(parts[7]))
+if pairs:
+    print()
+    print("paired in one process, tool / library (median of the rounds' medians):")
+    print(f"{'operation':22} " + " ".join(f"{c:>12}" for c in configs))
+    for name, row in pairs.items():
+        print(f"{name:22} " + " ".join(f"{statistics.median(row[c]):12.2f}" if c in row else f"{'-':>12}"
+                                      for c in configs))
 PY

@@ -313,8 +313,8 @@ void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcep
   f.provenance_count = 0;
   if (!signal_safe && stack_depth_ > 0) {
     void* frames[kStackFrames + 24];
-    const int n = capture_stack(frames, stack_depth_ + 24, 0);
-    resolve_stack(frames, n, stack_depth_, &f.stack);
+    const int captured = capture_stack(frames, stack_depth_ + 24, 0);
+    resolve_stack(frames, captured, stack_depth_, &f.stack);
     for (int i = 0; i < in.provenance_count && i < kMaxProvenance; ++i) {
       const ProvenanceInput& p = in.provenance[i];
       if (!p.what || p.depth <= 0) continue;
