@@ -1564,3 +1564,25 @@ TEST(Versions, LayoutMovesWithKeyvalsAndObjectsNotWithAttributes) {
   e.finalize();
   EXPECT_GT(e.layout_version(), l4);
 }
+
+// Rollback delete callbacks run for the new object: the old one, whose copying is over, may be
+// modified from inside them (found by the model test: the old object stayed held as re-entrant).
+TEST(Reentrance, DupRollbackCallbackMayModifyTheOldObject) {
+  Engine e;
+  Rec first, failing, other;
+  KeyvalId ka = make_key(e, user_spec(&first));
+  KeyvalId kb = make_key(e, user_spec(&failing));
+  KeyvalId kc = make_key(e, plain_spec());
+  create(e, kComm, {kA});
+  set_all(e, kComm, kA, {{ka, 1}, {kb, 2}, {kc, 3}});
+  failing.copy_rc = 9;  // the second copy fails: the first one's copy is rolled back
+  Result nested{Status::Ok, -1};
+  first.on_del = [&](Handle object, KeyvalId, std::uint64_t) {
+    if (object == kB) nested = e.delete_attr(kComm, kA, kc);
+    return 0;
+  };
+  EXPECT_EQ(e.dup_object(kComm, kA, kB), R(Status::CallbackFailed, 9));
+  EXPECT_EQ(nested, kOk);
+  EXPECT_FALSE(has_attr(e, kComm, kA, kc));
+  EXPECT_TRUE(has_attr(e, kComm, kA, ka));
+}

@@ -1224,6 +1224,9 @@ struct Engine::Impl {
       }
       if (job.keyval) ++job.keyval->attributes;
     }
+    // The copying is over: rollback callbacks run for the new object only, so the old one may be
+    // modified from inside them (docs/engine.md, "Callbacks and re-entrance").
+    old->mutating = old_holder;
     if (!failure.ok()) {
       // Undo: delete what was copied (newest first), then forget the new object.
       delete_all(lk, new_slot, CallbackCause::DupRollback, false, nullptr);
@@ -1233,7 +1236,6 @@ struct Engine::Impl {
     } else {
       fresh->mutating = nullptr;
     }
-    old->mutating = old_holder;
     for (const CopyJob& job : jobs) unpin(job.keyval);
     return failure;
   }
