@@ -176,7 +176,8 @@ def body(fn, lang):
     k = f"attrcheck::ObjectKind::{KINDS[kind]}" if kind else "attrcheck::ObjectKind::Comm"
     repl = f'"{fn["deprecated"]}"' if fn.get("deprecated") else "nullptr"
     binding = BINDINGS[fn.get("binding", "c")]
-    lines = lang.prologue(f'  static const rt::Api api{{"{fn["name"]}", {k}, {repl}, {binding}}};')
+    lifecycle = "true" if op in ("dup", "construct", "free") else "false"
+    lines = lang.prologue(f'  static const rt::Api api{{"{fn["name"]}", {k}, {repl}, {binding}, {lifecycle}}};')
     fwd = f"[&]() {{ return {lang.call_pmpi}; }}"
     ret = lang.result
 

@@ -754,6 +754,7 @@ class ModelRun {
     cfg_.observer = &observer_;
     engine_ = std::make_unique<Engine>(cfg_);
     eimpl_ = std::make_unique<EngineImpl>(engine_.get());
+    if (chance(50)) engine_->drop_locking();  // as below MPI_THREAD_MULTIPLE: the same results
     memos_.clear();
     ref_ = std::make_unique<Reference>(cfg_);
     g = Ctx{};

@@ -339,6 +339,12 @@ class Engine {
   FinalizeReport finalize(const FinalizeOptions& options = FinalizeOptions{});
   bool finalized() const noexcept;
 
+  // --- concurrency ---
+  // The host promises that from now on no two engine calls overlap in time (an MPI program below
+  // MPI_THREAD_MULTIPLE, whose MPI calls the runtime lets through from one thread at a time): the
+  // engine stops taking its lock. Call it while no other thread uses the engine. No way back.
+  void drop_locking();
+
   // --- versions, for callers that memoise answers (docs/engine.md, "Versions") ---
   // Advances with every change of state a get_attr can observe; odd while a change is under way.
   // A get_attr answer read while version() was an even V is still the answer while it reads V.

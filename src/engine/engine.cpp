@@ -37,9 +37,12 @@ inline void cpu_relax() noexcept {
 
 // Critical sections never run user code and never block, so a spinning lock (one atomic
 // exchange to take, one store to release) is cheaper than a mutex on the hot set/delete path.
+// A host whose calls never overlap switches it off (Engine::drop_locking): the exchange is a
+// locked instruction that costs as much as a tenth of an MPI library's whole set.
 class SpinLock {
  public:
   void lock() noexcept {
+    if (!enabled_.load(std::memory_order_relaxed)) return;
     for (unsigned spins = 0;; ++spins) {
       if (!locked_.exchange(true, std::memory_order_acquire)) return;
       while (locked_.load(std::memory_order_relaxed)) {
@@ -51,10 +54,14 @@ class SpinLock {
       }
     }
   }
-  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+  void unlock() noexcept {
+    if (enabled_.load(std::memory_order_relaxed)) locked_.store(false, std::memory_order_release);
+  }
+  void disable() noexcept { enabled_.store(false, std::memory_order_relaxed); }
 
  private:
   std::atomic<bool> locked_{false};
+  std::atomic<bool> enabled_{true};
 };
 
 using Lock = std::unique_lock<SpinLock>;
@@ -1467,6 +1474,11 @@ FinalizeReport Engine::finalize(const FinalizeOptions& options) { return impl_->
 bool Engine::finalized() const noexcept { return impl_->finalized_.load(std::memory_order_acquire); }
 std::uint64_t Engine::version() const noexcept { return impl_->seq_.load(std::memory_order_acquire); }
 std::uint64_t Engine::layout_version() const noexcept { return impl_->layout_.load(std::memory_order_acquire); }
+void Engine::drop_locking() {
+  Lock lk(impl_->mu_);  // (a caller still inside finishes first; then no lock is taken again)
+  lk.unlock();
+  impl_->mu_.disable();
+}
 void Engine::advance_layout() {
   Lock lk(impl_->mu_);
   WriteSection ws(impl_->seq_, &impl_->layout_);

@@ -20,6 +20,10 @@ namespace {
 
 thread_local char t_token;  // its address identifies the thread
 
+// What enter() leaves in *rc for a lifecycle call from a thread the thread level does not allow:
+// forward it to the library and do nothing else.
+constexpr int kPassThrough = -0x7a77;
+
 }  // namespace
 
 __thread QueryCache t_queries;
@@ -54,15 +58,15 @@ namespace {
     in.replacement = call.api->replacement;
     report(in);
   }
-  if (r.thread_level < MPI_THREAD_SERIALIZED) {
-    const void* me = &t_token;
-    const void* first = r.first_thread.load(std::memory_order_relaxed);
-    if (!first && r.first_thread.compare_exchange_strong(first, me)) first = me;
-    if (first != me) {
-      FindingInput in = finding(Rule::ThreadLevel, call);
-      in.detail = r.run.thread_level;
-      report(in);
-    }
+  if (r.thread_level < MPI_THREAD_SERIALIZED && r.first_thread.load(std::memory_order_relaxed) != &t_token) {
+    // Below MPI_THREAD_SERIALIZED only the thread that initialised MPI may call it. The call is
+    // erroneous, and the engine takes no lock at this level: it is refused, or for an object's
+    // creation, duplication or free passed to the library without being mirrored.
+    FindingInput in = finding(Rule::ThreadLevel, call);
+    in.detail = r.run.thread_level;
+    report(in);
+    *rc = call.api->lifecycle ? kPassThrough : MPI_ERR_OTHER;
+    return false;
   }
   return true;
 }
@@ -475,13 +479,13 @@ Handle scratch_handle() {
 int on_dup(const Call& call, Handle old, const FnRef<int(Handle*)>& forward, const FnRef<void()>& undo) {
   CallScope scope(call);
   int rc;
-  if (!enter(call, &rc)) return rc;
+  Handle fresh = 0;
+  if (!enter(call, &rc)) return rc == kPassThrough ? forward(&fresh) : rc;
   Runtime& r = state();
   Engine& e = *r.engine;
   const ObjectKind kind = call.api->kind;
   const Result check = check_object(kind, old);
   if (!check.ok()) return refuse(call, check, kind, old, 0, 0);
-  Handle fresh = 0;
   if (r.mode == Mode::Emulate) {
     rc = forward(&fresh);
     if (rc != MPI_SUCCESS) return rc;
@@ -532,10 +536,10 @@ int on_dup(const Call& call, Handle old, const FnRef<int(Handle*)>& forward, con
 int on_construct(const Call& call, const FnRef<int(Handle*)>& forward) {
   CallScope scope(call);
   int rc;
-  if (!enter(call, &rc)) return rc;
+  Handle fresh = 0;
+  if (!enter(call, &rc)) return rc == kPassThrough ? forward(&fresh) : rc;
   Runtime& r = state();
   const ObjectKind kind = call.api->kind;
-  Handle fresh = 0;
   if (r.mode == Mode::Emulate) {
     rc = forward(&fresh);
     if (rc == MPI_SUCCESS) register_new(kind, fresh, origin_site(call));
@@ -566,7 +570,7 @@ int on_construct(const Call& call, const FnRef<int(Handle*)>& forward) {
 int on_free(const Call& call, Handle h, const FnRef<int()>& forward) {
   CallScope scope(call);
   int rc;
-  if (!enter(call, &rc)) return rc;
+  if (!enter(call, &rc)) return rc == kPassThrough ? forward() : rc;
   Runtime& r = state();
   Engine& e = *r.engine;
   const ObjectKind kind = call.api->kind;
@@ -606,7 +610,14 @@ int on_init(const Call&, int, const FnRef<int(int*)>& forward) {
   // (The configuration was read when the library was loaded.)
   int provided = MPI_THREAD_SINGLE;
   const int rc = forward(&provided);
-  if (rc == MPI_SUCCESS && phase() == Phase::BeforeInit) started(provided);
+  if (rc == MPI_SUCCESS && phase() == Phase::BeforeInit) {
+    Runtime& r = state();
+    r.first_thread.store(&t_token, std::memory_order_relaxed);  // "the main thread"
+    // Below MPI_THREAD_MULTIPLE calls never overlap (enter() refuses other threads below
+    // SERIALIZED; SERIALIZED programs promise it): the engine can do without its lock.
+    if (provided < MPI_THREAD_MULTIPLE) r.engine->drop_locking();
+    started(provided);
+  }
   return rc;
 }
 

@@ -39,6 +39,10 @@ struct Api {
   ObjectKind kind;
   const char* replacement;  // deprecated functions: what to use instead; else nullptr
   Binding binding = Binding::C;  // how attribute values and callbacks are passed (C or Fortran)
+  // Creates, duplicates or frees an object (collective for communicators and windows): from a
+  // thread the thread level does not allow, it is passed to the library unmirrored rather than
+  // refused, so that other ranks are not left waiting in it.
+  bool lifecycle = false;
 };
 
 // One intercepted call in progress.
