@@ -25,12 +25,15 @@ class QueryCache {
   static constexpr unsigned kSetBits = 8;  // 256 sets of 2 entries
   static constexpr int kWays = 2;
   static constexpr unsigned kEntries = (1u << kSetBits) * kWays;
+  // An entry's version when it holds no answer: odd, so no answer is ever stored with it, and
+  // out of reach, so no version read from the engine (even an odd one, mid-change) equals it.
+  static constexpr std::uint64_t kNoAnswer = ~0ULL;
 
   struct Entry {
     Handle object;
     std::uint64_t query;    // the keyval, kind and binding (query_tag); 0: empty
     std::uint64_t layout;   // the stamp it was found valid at
-    std::uint64_t version;  // the engine version the answer was read at; odd: no answer
+    std::uint64_t version;  // the engine version the answer was read at (even); kNoAnswer: none
     std::uint64_t word;     // the answer's value, as the binding reads it (low bytes)
     int engine_key;
     int flag;               // the answer's flag (0 or 1)
@@ -65,7 +68,7 @@ class QueryCache {
     e.object = h;
     e.query = tag;
     e.layout = layout;
-    e.version = 1;
+    e.version = kNoAnswer;
     e.word = 0;
     e.engine_key = engine_key;
     e.flag = 0;

@@ -1,0 +1,79 @@
+// The runtime's per-thread query cache (src/runtime/query_cache.hpp), without MPI: what it finds,
+// what it forgets, and that an answer is only believed at the version it was read at.
+#include "runtime/query_cache.hpp"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+
+namespace {
+
+using attrcheck::Binding;
+using attrcheck::Handle;
+using attrcheck::ObjectKind;
+using attrcheck::rt::QueryCache;
+
+constexpr ObjectKind kComm = ObjectKind::Comm;
+constexpr Handle kA = 0x7f0000001000, kB = 0x7f0000002000;
+
+TEST(QueryCache, FindsWhatWasRememberedAtTheSameLayoutOnly) {
+  auto cache = std::make_unique<QueryCache>();
+  EXPECT_EQ(cache->lookup(kComm, Binding::C, kA, 10), nullptr);  // empty: nothing matches
+  QueryCache::Entry& e = cache->remember(kComm, Binding::C, kA, 10, 65546, 7);
+  EXPECT_EQ(e.engine_key, 65546);
+  EXPECT_EQ(e.key(), 10);
+  EXPECT_EQ(e.kind(), kComm);
+  EXPECT_EQ(e.binding(), Binding::C);
+  EXPECT_EQ(cache->find(kComm, Binding::C, kA, 10, 7), &e);
+  EXPECT_EQ(cache->find(kComm, Binding::C, kA, 10, 8), nullptr);  // a keyval or object came or went
+  EXPECT_EQ(cache->lookup(kComm, Binding::C, kA, 10), &e);
+  // Any other object, keyval, kind or binding is another query.
+  EXPECT_EQ(cache->find(kComm, Binding::C, kB, 10, 7), nullptr);
+  EXPECT_EQ(cache->find(kComm, Binding::C, kA, 11, 7), nullptr);
+  EXPECT_EQ(cache->find(ObjectKind::Type, Binding::C, kA, 10, 7), nullptr);
+  EXPECT_EQ(cache->find(kComm, Binding::FortranInt, kA, 10, 7), nullptr);
+  EXPECT_EQ(cache->find(kComm, Binding::C, kA, -10, 7), nullptr);
+}
+
+TEST(QueryCache, AnAnswerHoldsAtItsVersionOnly) {
+  auto cache = std::make_unique<QueryCache>();
+  QueryCache::Entry& e = cache->remember(kComm, Binding::C, kA, 10, 1, 7);
+  EXPECT_FALSE(QueryCache::has_answer(e, 0));  // remembered without an answer
+  EXPECT_FALSE(QueryCache::has_answer(e, 1));  // not even against an odd version read mid-change
+  QueryCache::remember_answer(e, 40, 0x1234, 1);
+  EXPECT_TRUE(QueryCache::has_answer(e, 40));
+  EXPECT_FALSE(QueryCache::has_answer(e, 42));
+  EXPECT_EQ(e.word, 0x1234u);
+  EXPECT_EQ(e.flag, 1);
+  QueryCache::remember_answer(e, 43, 0x9999, 0);  // read while a change was under way: not kept
+  EXPECT_TRUE(QueryCache::has_answer(e, 40));
+  EXPECT_EQ(e.word, 0x1234u);
+  QueryCache::remember_answer(e, 44, 0, 5);  // flags are kept as 0 / 1
+  EXPECT_EQ(e.flag, 1);
+  // Remembering the query again (checked anew) drops the answer.
+  cache->remember(kComm, Binding::C, kA, 10, 1, 9);
+  EXPECT_FALSE(QueryCache::has_answer(*cache->lookup(kComm, Binding::C, kA, 10), 44));
+}
+
+TEST(QueryCache, ManyQueriesEvictOnlyWithinASetAndNeverConfuseQueries) {
+  auto cache = std::make_unique<QueryCache>();
+  // 64 keyvals on 8 objects: more than some sets hold, so some are evicted; every query still
+  // found maps to its own engine keyval.
+  for (int k = 0; k < 64; ++k)
+    for (Handle h = 0; h < 8; ++h) cache->remember(kComm, Binding::C, kA + h * 0x400, k, k * 100 + int(h), 3);
+  int found = 0;
+  for (int k = 0; k < 64; ++k)
+    for (Handle h = 0; h < 8; ++h)
+      if (const QueryCache::Entry* e = cache->find(kComm, Binding::C, kA + h * 0x400, k, 3)) {
+        ++found;
+        EXPECT_EQ(e->engine_key, k * 100 + int(h));
+        EXPECT_EQ(e->object, kA + h * 0x400);
+      }
+  EXPECT_GT(found, 300);  // 512 queries in 512 entries: most stay
+  // The newest query of a set is always found.
+  cache->remember(kComm, Binding::C, kB, 5, 77, 3);
+  ASSERT_NE(cache->find(kComm, Binding::C, kB, 5, 3), nullptr);
+  EXPECT_EQ(cache->find(kComm, Binding::C, kB, 5, 3)->engine_key, 77);
+}
+
+}  // namespace
