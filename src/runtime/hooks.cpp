@@ -114,7 +114,6 @@ Result check_object(ObjectKind kind, Handle h, ObjectInfo* info = nullptr) {
   return {Status::ObjectUnknown, 0};
 }
 
-
 // Remembers a query found valid at `layout` while MPI runs (nothing remembered outlives the
 // layout advance when MPI_Finalize begins); nullptr otherwise.
 QueryCache::Entry* remember_query(ObjectKind kind, Binding as, Handle h, int key, int engine_key,
