@@ -28,9 +28,8 @@ extern FastState g_fast;
 extern bool g_shadow;  // set once, at load
 // (__thread, not thread_local: constant-initialised, so reading them needs no TLS init call.)
 extern __thread QueryCache t_queries;
-// Zero when this thread may take the inline path: bit 0 is set until the thread has passed the
-// thread-level check once; each callback of ours running on the thread adds 2.
-extern __thread unsigned t_fast_gate;
+extern __thread bool t_thread_checked;  // this thread has passed the thread-level check
+extern __thread int t_cb_depth;         // callbacks of ours running on this thread
 
 // The stamp query cache entries are checked against: it moves whenever a keyval or object comes
 // or goes, and when the runtime remaps a library keyval or MPI opens or closes
@@ -46,7 +45,7 @@ bool refresh_answer(QueryCache::Entry& q, std::uint64_t version) noexcept;
 // at the version the engine still has needs no layout check: every layout change is a version
 // change.
 inline const QueryCache::Entry* checked_query(const Api& api, Handle h, int key) noexcept {
-  if (api.replacement || t_fast_gate != 0) return nullptr;
+  if (api.replacement || !t_thread_checked || t_cb_depth != 0) return nullptr;
   QueryCache::Entry* q = t_queries.lookup(api.kind, api.binding, h, key);
   if (!q) return nullptr;
   const std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
@@ -55,11 +54,14 @@ inline const QueryCache::Entry* checked_query(const Api& api, Handle h, int key)
 
 inline std::size_t value_size(Binding as) noexcept { return as == Binding::FortranInt ? 4 : 8; }
 
-// Emulate mode: the cached answer is the answer.
-inline int answer(const QueryCache::Entry& q, void* value_out, int* flag) noexcept {
-  *flag = q.flag;
-  if (q.flag) std::memcpy(value_out, &q.word, value_size(q.binding()));
+// Emulate mode: the model's answer is the answer.
+inline int answer(Binding as, int model_flag, std::uint64_t model_word, void* value_out, int* flag) noexcept {
+  *flag = model_flag;
+  if (model_flag) std::memcpy(value_out, &model_word, value_size(as));
   return MPI_SUCCESS;
+}
+inline int answer(const QueryCache::Entry& q, void* value_out, int* flag) noexcept {
+  return answer(q.binding(), q.flag, q.word, value_out, flag);
 }
 
 // Whether a get's answer (flag, and the value at value_out) is the model's.
@@ -77,9 +79,10 @@ inline bool same_answer(Binding as, const void* value_out, int flag, int model_f
   return v == model_word;
 }
 
-// Shadow mode: reports how the library's answer differs from the model's; returns rc.
-int get_disagreement(const Call& call, int key, int rc, const void* value_out, const int* flag,
-                     int model_flag, std::uint64_t model_word) noexcept;
+// Shadow mode: compares the library's answer (rc, and what it stored) with the model's and
+// reports a difference as impl.divergence; returns rc.
+int compare_with_model(const Call& call, int key, int rc, const void* value_out, const int* flag,
+                       int model_flag, std::uint64_t model_word) noexcept;
 
 // Shadow mode: forwards the get and compares the library's answer with the cached model answer.
 template <typename Forward>
@@ -90,7 +93,7 @@ inline int cross_check(const Api& api, const void* caller, const QueryCache::Ent
   const int rc = forward();
   if (__builtin_expect(rc == MPI_SUCCESS && same_answer(api.binding, value_out, *flag, model_flag, model_word), 1))
     return rc;
-  return get_disagreement(Call{&api, caller}, q.key(), rc, value_out, flag, model_flag, model_word);
+  return compare_with_model(Call{&api, caller}, q.key(), rc, value_out, flag, model_flag, model_word);
 }
 
 }  // namespace attrcheck::rt

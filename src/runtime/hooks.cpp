@@ -27,7 +27,7 @@ constexpr int kPassThrough = -0x7a77;
 }  // namespace
 
 __thread QueryCache t_queries;
-__thread unsigned t_fast_gate = 1;
+__thread bool t_thread_checked = false;
 
 namespace {
 
@@ -79,7 +79,7 @@ inline bool enter(const Call& call, int* rc) {
                        t_cb_depth == 0 && !call.api->replacement &&
                        (r.thread_level >= MPI_THREAD_SERIALIZED ||
                         r.first_thread.load(std::memory_order_relaxed) == &t_token))) {
-    t_fast_gate &= ~1u;  // for good: the thread level and the first thread never change
+    t_thread_checked = true;  // for good: the thread level and the first thread never change
     return true;
   }
   return enter_slow(call, rc);
@@ -371,8 +371,8 @@ bool refresh_answer(QueryCache::Entry& q, std::uint64_t version) noexcept {
   return true;
 }
 
-int get_disagreement(const Call& call, int key, int rc, const void* value_out, const int* flag, int model_flag,
-                     std::uint64_t model_word) noexcept {
+int compare_with_model(const Call& call, int key, int rc, const void* value_out, const int* flag, int model_flag,
+                       std::uint64_t model_word) noexcept {
   if (rc != MPI_SUCCESS) {
     result_divergence(call, rc, Result{}, key);
     return rc;
@@ -416,14 +416,8 @@ int on_get_attr(const Call& call, Handle h, int key, void* value_out, int* flag,
   } else if (QueryCache::Entry* q = remember_query(kind, as, h, key, engine_key, layout)) {
     QueryCache::remember_answer(*q, version, model, model_flag);
   }
-  if (r.mode == Mode::Emulate) {
-    *flag = model_flag;
-    if (model_flag) std::memcpy(value_out, &model, value_size(as));
-    return MPI_SUCCESS;
-  }
-  rc = forward();
-  if (rc == MPI_SUCCESS && same_answer(as, value_out, *flag, model_flag, model)) return rc;
-  return get_disagreement(call, key, rc, value_out, flag, model_flag, model);
+  if (r.mode == Mode::Emulate) return answer(as, model_flag, model, value_out, flag);
+  return compare_with_model(call, key, forward(), value_out, flag, model_flag, model);
 }
 
 int on_delete_attr(const Call& call, Handle h, int key, const FnRef<int()>& forward) {

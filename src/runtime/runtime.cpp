@@ -75,7 +75,7 @@ const char* on_error_name(OnError o) {
 
 // ---- per-thread callback context ------------------------------------------------------------
 }  // namespace
-thread_local int t_cb_depth = 0;
+__thread int t_cb_depth = 0;
 namespace {
 
 struct CbFrame {
@@ -99,7 +99,6 @@ class CbGuard {
       : fn_(t_cb_fn), keyval_(t_cb_keyval), call_(t_cb_call), copy_(t_cb_is_copy) {
     if (t_cb_depth < kMaxCbDepth) t_cb[t_cb_depth] = CbFrame{kind, object, teardown};
     ++t_cb_depth;
-    t_fast_gate += 2;  // no inline path inside our callbacks
     t_cb_fn = fn;
     t_cb_keyval = keyval;
     t_cb_call = call;
@@ -107,7 +106,6 @@ class CbGuard {
   }
   ~CbGuard() {
     --t_cb_depth;
-    t_fast_gate -= 2;
     t_cb_fn = fn_;
     t_cb_keyval = keyval_;
     t_cb_call = call_;

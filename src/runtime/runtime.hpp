@@ -169,8 +169,7 @@ MPI_Fint fortran_handle(ObjectKind kind, Handle h) noexcept;
 // Callback plumbing.
 void* trampoline_copy(ObjectKind kind) noexcept;
 void* trampoline_delete(ObjectKind kind) noexcept;
-// Callbacks running on this thread (depth; per-frame detail in runtime.cpp).
-extern thread_local int t_cb_depth;
+// Callbacks running on this thread: t_cb_depth (fast_path.hpp); per-frame detail in runtime.cpp.
 bool in_callback_for_slow(ObjectKind kind, Handle h) noexcept;
 bool in_teardown_callback_slow() noexcept;
 inline bool in_callback_for(ObjectKind kind, Handle h) noexcept {  // on this thread
