@@ -155,6 +155,24 @@ struct DeleteCall {
   std::uint64_t extra_state;
   std::uint64_t value;
   CallbackCause cause;
+  Binding repr;  // how the value was set (a C callback gets a Fortran-set value as an address)
+};
+
+// A delete callback call made outside the engine (Engine::set_attr_ran): the object and keyval it
+// was called for, the value it was passed (in the callback's language, as DeleteCall::value) and
+// what it returned.
+struct RanDelete {
+  Handle object;
+  KeyvalId keyval;
+  std::uint64_t value;
+  int rc;
+};
+
+// set_attr's checks of an object and keyval, remembered (Engine::find_set_cursor). Opaque.
+struct SetCursor {
+  std::uint64_t layout = 0;       // the layout_version() it holds at
+  const void* object = nullptr;   // the engine's record of the object (nullptr: no cursor)
+  const void* keyval = nullptr;   // and of the keyval
 };
 
 // How the engine calls user callbacks. The runtime installs one that calls C or Fortran
@@ -317,6 +335,24 @@ class Engine {
   // the delete callback on the old one; if it fails, the set fails and the old value stays.
   Result set_attr(ObjectKind kind, Handle handle, KeyvalId keyval, Binding from,
                   std::uint64_t value, Origin origin = 0);
+  // For a host that keeps attributes in another cache too, and mirrors each set it made there
+  // (the runtime's shadow mode): that cache has already run the old value's delete callback, as
+  // `ran` describes (nullptr: it ran none). When that is exactly the call the standard requires
+  // here (same object, keyval and value) and it succeeded, and set_attr would succeed, applies the
+  // set as set_attr would, without calling anything, and returns true; *version (if given) is
+  // then version() just after the change. Otherwise returns false and changes nothing, and the
+  // host calls set_attr, whose invoker can answer from what ran. Never waits for other threads.
+  // The cursor (find_set_cursor) names the object and keyval.
+  bool set_attr_ran(const SetCursor& cursor, Binding from, std::uint64_t value, Origin origin,
+                    const RanDelete* ran, std::uint64_t* version = nullptr);
+  // The object and keyval a set of (kind, handle, keyval) would use, for set_attr_ran; false when
+  // set_attr would refuse the call (unknown or null object, invalid, freed or predefined keyval,
+  // a keyval of another kind, finalized). `layout`: a layout_version() read before this call; the
+  // cursor holds while layout_version() still reads it, and set_attr_ran refuses it after.
+  // *user_delete (if given): whether the keyval's delete callback is a user function (replacing
+  // a value then runs it).
+  bool find_set_cursor(ObjectKind kind, Handle handle, KeyvalId keyval, std::uint64_t layout,
+                       SetCursor* out, bool* user_delete = nullptr) const;
   // Reads an attribute as `as` expects it (the interoperability table):
   //   as C           writes a void* to *(void**)attribute_val
   //   as FortranAint writes an int64 to *(int64_t*)attribute_val

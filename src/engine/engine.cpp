@@ -240,6 +240,7 @@ struct AttrTable {
 struct ObjectSlot {
   std::atomic<AttrTable*> table{nullptr};  // read by get_attr
   // Lock only:
+  std::uint32_t index = 0;  // its own slot number
   Handle handle = 0;
   ObjectKind kind = ObjectKind::Comm;
   std::uint8_t flags = 0;
@@ -490,6 +491,7 @@ struct Engine::Impl {
       slot = object_count_++;
     }
     ObjectSlot* o = objects_.get(slot);
+    o->index = slot;
     o->handle = h;
     o->kind = kind;
     o->flags = flags;
@@ -664,14 +666,18 @@ struct Engine::Impl {
       ++cells_in_use_;
     }
     rec->key.store(key, std::memory_order_relaxed);
-    rec->meta.store(static_cast<std::uint32_t>(repr) | (predefined ? kMetaPredefined : 0u) |
-                        (cell << kMetaCellShift),
-                    std::memory_order_relaxed);
+    store_value(o, rec, static_cast<std::uint32_t>(repr) | (predefined ? kMetaPredefined : 0u) | (cell << kMetaCellShift),
+                word, origin);
+    return true;
+  }
+
+  // The part of fill() after the cell (inside a WriteSection).
+  static void store_value(ObjectSlot* o, AttrRec* rec, std::uint32_t meta, std::uint64_t word, Origin origin) {
+    rec->meta.store(meta, std::memory_order_relaxed);
     rec->value.store(word, std::memory_order_relaxed);
     rec->set_at = origin;
-    if (o->next_order == UINT32_MAX) renumber(o);
+    if (__builtin_expect(o->next_order == UINT32_MAX, 0)) renumber(o);
     rec->order = o->next_order++;
-    return true;
   }
 
   // After 2^32 sets on one object: renumber its attributes 1..n, keeping their order.
@@ -703,8 +709,12 @@ struct Engine::Impl {
 
   // Sets (inserting or overwriting) an attribute record without callbacks (lock held).
   Status put(ObjectSlot* o, KeyvalId key, Binding repr, std::uint64_t word, bool predefined, Origin origin) {
+    return put_at(o, find_attr(o->table.load(std::memory_order_relaxed), key), key, repr, word, predefined, origin);
+  }
+  // put() where the record for `key` is known: `rec`, or nullptr if there is none.
+  Status put_at(ObjectSlot* o, AttrRec* rec, KeyvalId key, Binding repr, std::uint64_t word, bool predefined,
+                Origin origin) {
     WriteSection ws(seq_);
-    AttrRec* rec = find_attr(o->table.load(std::memory_order_relaxed), key);
     if (rec) {
       release_cell(*rec);
     } else {
@@ -758,7 +768,7 @@ struct Engine::Impl {
         const Read r = translate(repr_of(*rec), rec->value.load(std::memory_order_relaxed),
                                  cell_at(rec->cell()), k->spec.lang);
         job.call = DeleteCall{o->kind, o->handle, job.key, k->spec.lang, k->spec.del.fn,
-                              k->spec.extra_state, r.word, cause};
+                              k->spec.extra_state, r.word, cause, repr_of(*rec)};
       }
     }
     return job;
@@ -983,11 +993,18 @@ struct Engine::Impl {
       o->mutating = nullptr;
       unpin(job.keyval);
       if (!r.ok()) return r;
-      // Only this thread could change the object meanwhile, and re-entrant changes were refused,
-      // so the attribute is still there: overwrite it below.
     }
+    // Only this thread could change the object meanwhile, and re-entrant changes were refused, so
+    // the attribute is still there, where it was unless the callback's other changes moved it.
+    return store_set(o, k, find_attr(o->table.load(std::memory_order_relaxed), key), key, from, value, origin);
+  }
+
+  // The end of a set, after the old value's delete callback (if any) succeeded (lock held):
+  // stores the value in `rec` (the attribute's record; nullptr: a new one), the object's newest.
+  Result store_set(ObjectSlot* o, KeyvalSlot* k, AttrRec* rec, KeyvalId key, Binding from, std::uint64_t value,
+                   Origin origin) {
     const bool existed = rec != nullptr;
-    const Status ps = put(o, key, from, value, false, origin);
+    const Status ps = put_at(o, rec, key, from, value, false, origin);
     if (ps != Status::Ok) {  // out of cells: put() removed the record
       if (existed) {
         --k->attributes;
@@ -997,6 +1014,59 @@ struct Engine::Impl {
     }
     if (!existed) ++k->attributes;
     return {};
+  }
+
+  // Engine::find_set_cursor: set_attr's checks, remembered.
+  bool find_set_cursor(ObjectKind kind, Handle h, KeyvalId key, std::uint64_t layout, SetCursor* out,
+                       bool* user_delete) const {
+    Lock lk(mu_);
+    if (finalized_.load(std::memory_order_relaxed)) return false;
+    std::uint32_t slot;
+    if (find_object(kind, h, &slot) != Status::Ok) return false;
+    KeyvalSlot* k;
+    const PredefinedKeyval* pre;
+    if (check_keyval(kind, key, true, &k, &pre) != Status::Ok || !k) return false;
+    *out = SetCursor{layout, objects_.find(slot), k};
+    if (user_delete) *user_delete = k->spec.del.action == DeleteAction::User;
+    return true;
+  }
+
+  // Engine::set_attr_ran: set_attr for a set whose delete callback already ran elsewhere. The
+  // cursor stands for set_attr's object and keyval checks while the layout reads the same; the
+  // rest are made here. Nothing waits and nothing is called: anything other than the plain case
+  // (no callbacks running for the object, exactly the delete callback the standard requires here
+  // and it succeeded) answers false and changes nothing.
+  bool set_attr_ran(const SetCursor& c, Binding from, std::uint64_t value, Origin origin, const RanDelete* ran,
+                    std::uint64_t* version) {
+    value = normalise(from, value);
+    std::lock_guard<SpinLock> lk(mu_);
+    if (!c.object || layout_.load(std::memory_order_relaxed) != c.layout) return false;
+    auto* o = static_cast<ObjectSlot*>(const_cast<void*>(c.object));
+    auto* k = static_cast<KeyvalSlot*>(const_cast<void*>(c.keyval));
+    if (o->mutating || (t_depth > 0 && in_callback_for(this, o->index))) return false;
+    const KeyvalId key = k->id.load(std::memory_order_relaxed);
+    AttrRec* rec = find_attr(o->table.load(std::memory_order_relaxed), key);
+    const bool needs_delete = rec && k->spec.del.action == DeleteAction::User;
+    if (needs_delete != (ran != nullptr)) return false;
+    if (from != Binding::C && free_cells_.empty() && cell_count_ >= decltype(cells_)::kCapacity)
+      return false;  // set_attr would fail after the callback: let it
+    if (ran) {
+      // The value the callback must have been passed; a Fortran-set value reaches a C callback as
+      // the address of wherever its holder stores it, which only the holder knows.
+      if (ran->rc != 0 || ran->object != o->handle || ran->keyval != key) return false;
+      const Binding repr = repr_of(*rec);
+      if (repr != Binding::C && k->spec.lang == Binding::C) return false;
+      if (ran->value != translate(repr, rec->value.load(std::memory_order_relaxed), nullptr, k->spec.lang).word)
+        return false;
+    }
+    if (rec && from == Binding::C && repr_of(*rec) == Binding::C) {  // in place: no cells, no counts change
+      WriteSection ws(seq_);
+      store_value(o, rec, static_cast<std::uint32_t>(Binding::C), value, origin);
+    } else if (!store_set(o, k, rec, key, from, value, origin).ok()) {
+      return false;
+    }
+    if (version) *version = seq_.load(std::memory_order_relaxed);
+    return true;
   }
 
   Result get_attr_locked(ObjectKind kind, Handle h, KeyvalId key, Binding as, void* out, int* flag,
@@ -1458,6 +1528,14 @@ Result Engine::forget_object(ObjectKind kind, Handle handle) { return impl_->for
 Result Engine::set_attr(ObjectKind kind, Handle handle, KeyvalId keyval, Binding from, std::uint64_t value,
                         Origin origin) {
   return impl_->set_attr(kind, handle, keyval, from, value, origin);
+}
+bool Engine::find_set_cursor(ObjectKind kind, Handle handle, KeyvalId keyval, std::uint64_t layout,
+                             SetCursor* out, bool* user_delete) const {
+  return impl_->find_set_cursor(kind, handle, keyval, layout, out, user_delete);
+}
+bool Engine::set_attr_ran(const SetCursor& cursor, Binding from, std::uint64_t value, Origin origin,
+                          const RanDelete* ran, std::uint64_t* version) {
+  return impl_->set_attr_ran(cursor, from, value, origin, ran, version);
 }
 Result Engine::get_attr(ObjectKind kind, Handle handle, KeyvalId keyval, Binding as, void* attribute_val,
                         int* flag, bool* truncated) const {
