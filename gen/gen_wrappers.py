@@ -190,7 +190,11 @@ def body(fn, lang):
         lines.append(ret(f"rt::on_free_keyval(call, {require(fn, 'keyval_inout')}, {fwd})"))
     elif op == "set_attr":
         o, kv, v = require(fn, "object"), require(fn, "keyval"), require(fn, "value")
-        lines.append(ret(f"rt::on_set_attr(call, {lang.handle(o, kind)}, {lang.deref(kv)}, {lang.word(v)},\n"
+        h, k = lang.handle(o, kind), lang.deref(kv)
+        # First resort (shadow mode): a query this thread already checked (runtime/fast_path.hpp).
+        lines.append(f"  if (rt::QueryCache::Entry* q_ = rt::checked_set(api, {h}, {k}))")
+        lines.append("    " + lang.early_result(f"rt::on_set_cached(call, *q_, {lang.word(v)}, {fwd})"))
+        lines.append(ret(f"rt::on_set_attr(call, {h}, {k}, {lang.word(v)},\n"
                          f"      {fwd})"))
     elif op == "get_attr":
         o, kv = require(fn, "object"), require(fn, "keyval")

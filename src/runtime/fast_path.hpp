@@ -23,13 +23,28 @@ struct alignas(64) FastState {
   const std::atomic<std::uint64_t>* layout = nullptr;   // Engine::layout_counter()
   // MPI running: queries may be remembered only then (so nothing remembered outlives a close).
   std::atomic<bool> open{false};
+  // Shadow mode below MPI_THREAD_SERIALIZED: only one thread ever calls, so sets may be deferred.
+  bool defer_sets = false;
 };
 extern FastState g_fast;
 extern bool g_shadow;  // set once, at load
 // (__thread, not thread_local: constant-initialised, so reading them needs no TLS init call.)
 extern __thread QueryCache t_queries;
 extern __thread bool t_thread_checked;  // this thread has passed the thread-level check
-extern __thread int t_cb_depth;         // callbacks of ours running on this thread
+// A callback of ours running on this thread: frames live on the stack of the code that runs the
+// callback, linked innermost first from t_cb_top (nullptr: none). Plain data, so the fatal-signal
+// handler can name the callback that crashed.
+struct CbFrame {
+  const void* fn;
+  Handle object;     // the object it runs for (the old one for a copy callback)
+  const char* call;  // the call that ran it
+  CbFrame* outer;
+  int keyval;        // as the user holds it
+  ObjectKind kind;
+  bool copy;
+  bool teardown;     // a delete callback of MPI_Finalize's teardown
+};
+extern __thread CbFrame* t_cb_top;
 
 // The stamp query cache entries are checked against: it moves whenever a keyval or object comes
 // or goes, and when the runtime remaps a library keyval or MPI opens or closes
@@ -45,11 +60,47 @@ bool refresh_answer(QueryCache::Entry& q, std::uint64_t version) noexcept;
 // at the version the engine still has needs no layout check: every layout change is a version
 // change.
 inline const QueryCache::Entry* checked_query(const Api& api, Handle h, int key) noexcept {
-  if (api.replacement || !t_thread_checked || t_cb_depth != 0) return nullptr;
+  if (api.replacement || !t_thread_checked || t_cb_top) return nullptr;
   QueryCache::Entry* q = t_queries.lookup(api.kind, api.binding, h, key);
   if (!q) return nullptr;
   const std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
   return QueryCache::has_answer(*q, version) || refresh_answer(*q, version) ? q : nullptr;
+}
+
+// Deferred sets (shadow mode, below MPI_THREAD_SERIALIZED, C binding). A set whose query's cached
+// answer is current, and for which the library ran exactly the callbacks the model requires (the
+// old value's delete callback, with that value, successfully; or none), is checked in full then
+// and there; only its application to the engine waits. The query's cache entry holds the new
+// answer meanwhile (`pending`), so gets of it are answered and cross-checked as usual, and a
+// further set of it replaces the pending one. Anything else that would read or change the engine
+// first applies every pending set, in the order they were made (settle()): each hook on entry,
+// an answer refresh, finalize.
+struct PendingSet {
+  QueryCache::Entry* entry = nullptr;
+  std::uint64_t before = 0;  // the answer before the first deferred set (the value it replaced)
+  std::uint32_t stamp = 0;   // when the last set of the query was made (they apply in this order)
+  Origin origin = 0;         // where the last set was made
+  bool replaced = false;     // the first deferred set replaced a value with a user delete callback
+};
+struct PendingSets {
+  static constexpr int kMax = 128;
+  int count = 0;
+  std::uint32_t clock = 0;
+  PendingSet sets[kMax];
+};
+extern __thread PendingSets t_pending;
+void apply_pending() noexcept;
+inline void settle() noexcept {
+  if (__builtin_expect(t_pending.count != 0, 0)) apply_pending();
+}
+
+// Shadow mode: the cached query a set can take the quick way (on_set_cached), or nullptr (then
+// call the full hook). A hit proves what the full hook's checks would prove, as for gets, and
+// carries the engine's cursor for the set.
+inline QueryCache::Entry* checked_set(const Api& api, Handle h, int key) noexcept {
+  if (!g_shadow || api.replacement || !t_thread_checked || t_cb_top) return nullptr;
+  QueryCache::Entry* q = t_queries.find(api.kind, api.binding, h, key, layout_stamp());
+  return q && q->cursor.object ? q : nullptr;
 }
 
 inline std::size_t value_size(Binding as) noexcept { return as == Binding::FortranInt ? 4 : 8; }

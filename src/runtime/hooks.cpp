@@ -5,6 +5,7 @@
 //            library ran (Replay) -> compare -> impl.divergence where the standard is clear.
 //   emulate: checks -> the engine serves the call and runs the callbacks itself; the library
 //            is asked only for predefined attributes and for creating / freeing the objects.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -74,9 +75,10 @@ namespace {
 // The common case in one inline test: MPI running, no callback of ours on this thread, a current
 // call, and this thread allowed to make it. Anything else takes the full path above.
 inline bool enter(const Call& call, int* rc) {
+  settle();  // whatever this call does sees every set made before it
   const Runtime& r = state();
   if (ATTRCHECK_LIKELY(static_cast<Phase>(r.phase.load(std::memory_order_acquire)) == Phase::Running &&
-                       t_cb_depth == 0 && !call.api->replacement &&
+                       !t_cb_top && !call.api->replacement &&
                        (r.thread_level >= MPI_THREAD_SERIALIZED ||
                         r.first_thread.load(std::memory_order_relaxed) == &t_token))) {
     t_thread_checked = true;  // for good: the thread level and the first thread never change
@@ -119,20 +121,24 @@ Result check_object(ObjectKind kind, Handle h, ObjectInfo* info = nullptr) {
 QueryCache::Entry* remember_query(ObjectKind kind, Binding as, Handle h, int key, int engine_key,
                                   std::uint64_t layout) noexcept {
   if (!g_fast.open.load(std::memory_order_acquire)) return nullptr;
+  settle();  // (entries may move)
   return &t_queries.remember(kind, as, h, key, engine_key, layout);
 }
 
 // What a set or delete would be refused for, before it reaches the library (shadow mode):
 // object and keyval checks, predefined keyvals being read-only. A query this thread already found
 // valid skips them. *engine_key: the engine's keyval; *present (if given): the attribute is set.
-Result check_modify(const Call& call, Handle h, int key, int* engine_key, int* present) {
+// A valid set also leaves the engine's cursor for it in the query's cache entry (checked_set).
+Result check_modify(const Call& call, Handle h, int key, int* engine_key, int* present, bool set = false) {
   Runtime& r = state();
   const ObjectKind kind = call.api->kind;
   const Binding as = call.api->binding;
   const std::uint64_t layout = layout_stamp();
   void* current = nullptr;
-  if (const QueryCache::Entry* q = t_queries.find(kind, as, h, key, layout)) {
+  if (QueryCache::Entry* q = t_queries.find(kind, as, h, key, layout)) {
     *engine_key = q->engine_key;
+    if (set && !q->cursor.object)
+      r.engine->find_set_cursor(kind, h, q->engine_key, layout, &q->cursor, &q->user_delete);
     if (!present) return {};
     const Result res = r.engine->get_attr(kind, h, q->engine_key, Binding::C, &current, present);
     if (res.ok()) return res;
@@ -143,9 +149,39 @@ Result check_modify(const Call& call, Handle h, int key, int* engine_key, int* p
     return r.engine->get_attr(kind, h, *engine_key, Binding::C, &current, &found);
   });
   if (res.ok() && is_predefined_key(key)) res.status = Status::KeyvalPredefined;
-  if (res.ok()) remember_query(kind, as, h, key, *engine_key, layout);
+  if (res.ok()) {
+    QueryCache::Entry* q = remember_query(kind, as, h, key, *engine_key, layout);
+    if (q && set) r.engine->find_set_cursor(kind, h, *engine_key, layout, &q->cursor, &q->user_delete);
+  }
   if (present) *present = found;
   return res;
+}
+
+// Shadow mode, a set the library performed: when it ran what the standard requires (the old
+// value's delete callback, or nothing) and that succeeded, the engine applies the set without
+// replaying anything (Engine::set_attr_ran), and the query's cache entry takes the new answer.
+// `query`: the entry as it was before the call went to the library, and `slot` where it was
+// (callbacks may have reused it since). False: the caller mirrors the set through the replay.
+bool mirror_plain_set(ReplayScope& scope, const QueryCache::Entry& query, QueryCache::Entry* slot, Binding as,
+                      std::uint64_t word, Origin origin) {
+  settle();  // the sets made before this one go first
+  Replay& replay = scope.replay();
+  const std::size_t n = replay.seen.size();
+  if (n > 1) return false;
+  RanDelete ran{};
+  if (n == 1) {
+    const Observation& o = *replay.seen.begin();
+    if (o.copy) return false;
+    ran = RanDelete{o.object, o.engine_id, o.value_in, o.rc};
+  }
+  std::uint64_t version = 0;
+  if (!state().engine->set_attr_ran(query.cursor, as, word, origin, n ? &ran : nullptr, &version)) return false;
+  scope.dismiss();
+  // A get in the same binding reads back the word as set (a default-INTEGER one is sign-extended:
+  // that is left to the full path).
+  if (as != Binding::FortranInt && slot && slot->object == query.object && slot->query == query.query)
+    QueryCache::remember_answer(*slot, version, word, 1);
+  return true;
 }
 
 int refuse(const Call& call, Result res, ObjectKind kind, Handle h, int user_key, int engine_key) {
@@ -333,6 +369,20 @@ int on_free_keyval(const Call& call, int* keyval, const FnRef<int()>& forward) {
 
 // ---- attributes ---------------------------------------------------------------------------------
 
+namespace {
+// Shadow mode: mirrors a set the library answered with rc, answering the engine's callbacks with
+// the ones the library ran (`replay`).
+int mirror_set_replayed(const Call& call, Handle h, int key, int engine_key, std::uint64_t word, Origin origin,
+                        int rc, ReplayScope& replay) {
+  settle();
+  if (rc != MPI_SUCCESS) replay.replay().lenient = true;  // the library stopped somewhere of its own
+  const Result res = state().engine->set_attr(call.api->kind, h, engine_key, call.api->binding, word, origin);
+  replay.finish();
+  if ((rc == MPI_SUCCESS) != res.ok()) result_divergence(call, rc, res, key);
+  return rc;
+}
+}  // namespace
+
 int on_set_attr(const Call& call, Handle h, int key, std::uint64_t word, const FnRef<int()>& forward) {
   CallScope scope(call);
   int rc;
@@ -348,19 +398,117 @@ int on_set_attr(const Call& call, Handle h, int key, std::uint64_t word, const F
     return res.ok() ? MPI_SUCCESS : refuse(call, res, kind, h, key, key);
   }
   int engine_key = 0;
-  Result res = check_modify(call, h, key, &engine_key, nullptr);
+  const Result res = check_modify(call, h, key, &engine_key, nullptr, true);
   if (!res.ok()) return refuse(call, res, kind, h, key, engine_key);
+  // The query's entry, with the cursor check_modify left in it, before callbacks can reuse it.
+  QueryCache::Entry query{};
+  QueryCache::Entry* slot = t_queries.lookup(kind, call.api->binding, h, key);
+  if (slot) query = *slot;
   ReplayScope replay(call, false);
   rc = forward();
-  if (rc != MPI_SUCCESS) replay.replay().lenient = true;  // the library stopped somewhere of its own
-  res = r.engine->set_attr(kind, h, engine_key, call.api->binding, word, origin);
-  replay.finish();
-  if ((rc == MPI_SUCCESS) != res.ok()) result_divergence(call, rc, res, key);
-  return rc;
+  if (rc == MPI_SUCCESS && query.cursor.object &&
+      mirror_plain_set(replay, query, slot, call.api->binding, word, origin))
+    return rc;
+  return mirror_set_replayed(call, h, key, engine_key, word, origin, rc, replay);
+}
+
+namespace {
+// A set the library made as the model requires, deferred (fast_path.hpp, "Deferred sets"):
+// `query` is the entry as it was before the call went to the library, with the answer current
+// at `version`, and `slot` where it was. False: it must be mirrored now.
+bool defer_set(ReplayScope& scope, const QueryCache::Entry& query, QueryCache::Entry& slot, std::uint64_t word,
+               Origin origin, std::uint64_t version) {
+  const Replay& replay = scope.replay();
+  const bool replaces = query.flag && query.user_delete;  // the old value's delete callback must run
+  const std::size_t n = replay.seen.size();
+  if (replaces) {
+    if (n != 1) return false;
+    const Observation& o = *replay.seen.begin();
+    if (o.copy || o.rc != MPI_SUCCESS || o.object != query.object || o.engine_id != query.engine_key ||
+        o.value_in != query.word)
+      return false;
+  } else if (n != 0) {
+    return false;
+  }
+  // Nothing moved while the library ran: the slot still holds this query, and its answer.
+  if (slot.object != query.object || slot.query != query.query || slot.version != version ||
+      g_fast.version->load(std::memory_order_acquire) != version)
+    return false;
+  PendingSets& p = t_pending;
+  if (!slot.pending) {
+    if (p.count == PendingSets::kMax) return false;
+    p.sets[p.count] = PendingSet{&slot, query.word, 0, 0, replaces};
+    slot.pending = static_cast<std::uint8_t>(++p.count);
+    t_queries.drop_other_answers(slot);
+  }
+  PendingSet& ps = p.sets[slot.pending - 1];
+  ps.stamp = ++p.clock;
+  ps.origin = origin;
+  slot.word = word;
+  slot.flag = 1;
+  scope.dismiss();
+  return true;
+}
+}  // namespace
+
+__thread PendingSets t_pending;
+
+void apply_pending() noexcept {
+  static const Api deferred{"MPI_Comm_set_attr", ObjectKind::Comm, nullptr};  // names nothing: lenient
+  PendingSets& p = t_pending;
+  std::sort(p.sets, p.sets + p.count, [](const PendingSet& a, const PendingSet& b) { return a.stamp < b.stamp; });
+  Engine& e = *state().engine;
+  bool all = true;
+  for (int i = 0; i < p.count; ++i) {
+    const PendingSet& ps = p.sets[i];
+    QueryCache::Entry& q = *ps.entry;
+    q.pending = 0;
+    const RanDelete ran{q.object, q.engine_key, ps.before, MPI_SUCCESS};
+    if (e.set_attr_ran(q.cursor, Binding::C, q.word, ps.origin, ps.replaced ? &ran : nullptr)) continue;
+    // Not expected (the set was checked against this very state): mirror it the general way.
+    all = false;
+    q.version = QueryCache::kNoAnswer;
+    const Call call{&deferred, nullptr};
+    ReplayScope replay(call, true);
+    if (ps.replaced)
+      replay.replay().seen.push_back(Observation{false, q.kind(), q.object, q.engine_key, ps.before, MPI_SUCCESS, 0, 0, false});
+    e.set_attr(q.kind(), q.object, q.engine_key, Binding::C, q.word, ps.origin);
+  }
+  // The applied answers are the engine's now.
+  const std::uint64_t version = e.version();
+  for (int i = 0; i < p.count; ++i)
+    if (all || p.sets[i].entry->version != QueryCache::kNoAnswer) p.sets[i].entry->version = version;
+  p.count = 0;
+}
+
+int on_set_cached(const Call& call, QueryCache::Entry& q, std::uint64_t word, const FnRef<int()>& forward) {
+  CallScope scope(call);
+  const Origin origin = origin_site(call);
+  // Deferred only where the answer, the value it replaces, is known now.
+  std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
+  bool known = false;
+  if (g_fast.defer_sets && call.api->binding == Binding::C) {
+    if (!QueryCache::has_answer(q, version) && refresh_answer(q, version))
+      version = g_fast.version->load(std::memory_order_acquire);  // (refresh_answer may settle)
+    known = QueryCache::has_answer(q, version);
+  }
+  const QueryCache::Entry query = q;  // callbacks may reuse the entry's slot
+  ReplayScope replay(call, false);
+  const int rc = forward();
+  if (ATTRCHECK_LIKELY(rc == MPI_SUCCESS) &&
+      ((known && defer_set(replay, query, q, word, origin, version)) ||
+       mirror_plain_set(replay, query, &q, call.api->binding, word, origin)))
+    return rc;
+  return mirror_set_replayed(call, query.object, query.key(), query.engine_key, word, origin, rc, replay);
 }
 
 bool refresh_answer(QueryCache::Entry& q, std::uint64_t version) noexcept {
-  if (q.layout != layout_stamp()) return false;
+  if (t_pending.count && t_queries.other_pending(q)) {  // the engine lacks the value q must read
+    apply_pending();
+    version = g_fast.version->load(std::memory_order_acquire);
+    if (QueryCache::has_answer(q, version)) return true;
+  }
+  if (q.layout() != layout_stamp()) return false;
   std::uint64_t word = 0;
   int found = 0;
   bool truncated = false;
@@ -615,6 +763,7 @@ int on_init(const Call&, int, const FnRef<int(int*)>& forward) {
 }
 
 int on_finalize(const Call& call, const FnRef<int()>& forward) {
+  settle();
   Runtime& r = state();
   if (phase() != Phase::Running) return forward();
   CallScope scope(call);
@@ -675,6 +824,7 @@ int on_finalize(const Call& call, const FnRef<int()>& forward) {
 }
 
 int on_abort(const Call& call, Handle, int, const FnRef<int()>& forward) {
+  settle();
   Runtime& r = state();
   CallScope scope(call);
   r.run.status.store("aborted");

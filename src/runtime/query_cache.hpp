@@ -29,14 +29,23 @@ class QueryCache {
   // out of reach, so no version read from the engine (even an odd one, mid-change) equals it.
   static constexpr std::uint64_t kNoAnswer = ~0ULL;
 
-  struct Entry {
-    Handle object;
-    std::uint64_t query;    // the keyval, kind and binding (query_tag); 0: empty
-    std::uint64_t layout;   // the stamp it was found valid at
-    std::uint64_t version;  // the engine version the answer was read at (even); kNoAnswer: none
-    std::uint64_t word;     // the answer's value, as the binding reads it (low bytes)
-    int engine_key;
-    int flag;               // the answer's flag (0 or 1)
+  // One cache line.
+  struct alignas(64) Entry {
+    Handle object = 0;
+    std::uint64_t query = 0;    // the keyval, kind and binding (query_tag); 0: empty
+    std::uint64_t version = 0;  // the engine version the answer was read at (even); kNoAnswer: none
+    std::uint64_t word = 0;     // the answer's value, as the binding reads it (low bytes)
+    // cursor.layout: the stamp the query was found valid at. A query also found valid for a set
+    // keeps the engine's cursor for it (Engine::set_attr_ran), which holds at the same stamp.
+    SetCursor cursor;
+    int engine_key = 0;
+    std::int16_t flag = 0;      // the answer's flag (0 or 1)
+    // A set of this query that the engine has not applied yet (the runtime's deferred sets,
+    // runtime/fast_path.hpp): its record's index + 1; 0: none. The answer is then that set's.
+    std::uint8_t pending = 0;
+    bool user_delete = false;   // with a cursor: replacing a value runs a user delete callback
+
+    std::uint64_t layout() const noexcept { return cursor.layout; }
 
     int key() const noexcept { return static_cast<int>(static_cast<std::uint32_t>(query >> 8)); }
     ObjectKind kind() const noexcept { return static_cast<ObjectKind>((query >> 2) & 3); }
@@ -55,11 +64,12 @@ class QueryCache {
   // The entry for a query found valid at `layout`, or nullptr.
   Entry* find(ObjectKind kind, Binding b, Handle h, int key, std::uint64_t layout) noexcept {
     Entry* e = lookup(kind, b, h, key);
-    return e && e->layout == layout ? e : nullptr;
+    return e && e->layout() == layout ? e : nullptr;
   }
 
   // Records a query found valid at `layout` (a stamp read before the check began), without an
   // answer. It goes first in its set; the other entry moves down (unless it is this query).
+  // No entry may hold a pending set (they would move or go).
   Entry& remember(ObjectKind kind, Binding b, Handle h, int key, int engine_key, std::uint64_t layout) noexcept {
     const std::uint64_t tag = query_tag(kind, b, key);
     Entry* set = set_of(h, key);
@@ -67,11 +77,13 @@ class QueryCache {
     Entry& e = set[0];
     e.object = h;
     e.query = tag;
-    e.layout = layout;
+    e.cursor = SetCursor{layout, nullptr, nullptr};
     e.version = kNoAnswer;
     e.word = 0;
     e.engine_key = engine_key;
     e.flag = 0;
+    e.pending = 0;
+    e.user_delete = false;
     return e;
   }
 
@@ -81,13 +93,34 @@ class QueryCache {
     if (version & 1) return;
     e.version = version;
     e.word = word;
-    e.flag = flag != 0;
+    e.flag = flag != 0 ? 1 : 0;
   }
 
   static bool has_answer(const Entry& e, std::uint64_t version) noexcept { return e.version == version; }
 
+  // Whether an entry for the same object and keyval in another binding holds a pending set.
+  bool other_pending(const Entry& e) noexcept {
+    const Entry* set = set_of(e.object, e.key());
+    for (int w = 0; w < kWays; ++w)
+      if (&set[w] != &e && set[w].pending && set[w].object == e.object &&
+          ((set[w].query ^ e.query) & ~std::uint64_t{3}) == 0)
+        return true;
+    return false;
+  }
+
+  // Drops the answers of the entries for the same object and keyval in other bindings (their
+  // answers change with e's).
+  void drop_other_answers(const Entry& e) noexcept {
+    Entry* set = set_of(e.object, e.key());
+    for (int w = 0; w < kWays; ++w)
+      if (&set[w] != &e && set[w].object == e.object && set[w].query != 0 &&
+          ((set[w].query ^ e.query) & ~std::uint64_t{3}) == 0)
+        set[w].version = kNoAnswer;
+  }
+
  private:
   static_assert(kWays == 2, "find() and remember() spell out two ways");
+  static_assert(sizeof(Entry) == 64, "an entry is one cache line");
   // Never 0 (bit 63), so an empty entry matches no query.
   static std::uint64_t query_tag(ObjectKind kind, Binding b, int key) noexcept {
     return (1ULL << 63) | (static_cast<std::uint64_t>(static_cast<std::uint32_t>(key)) << 8) |

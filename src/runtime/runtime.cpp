@@ -75,51 +75,30 @@ const char* on_error_name(OnError o) {
 
 // ---- per-thread callback context ------------------------------------------------------------
 }  // namespace
-__thread int t_cb_depth = 0;
+__thread CbFrame* t_cb_top = nullptr;
+__thread const Call* t_call = nullptr;
+__thread Replay* t_replay = nullptr;
 namespace {
 
-struct CbFrame {
-  ObjectKind kind;
-  Handle object;
-  bool teardown;
-};
-constexpr int kMaxCbDepth = 32;
-thread_local CbFrame t_cb[kMaxCbDepth];
-thread_local Replay* t_replay = nullptr;
-// What the innermost callback on this thread is, for a crash report (plain data).
-thread_local const void* t_cb_fn = nullptr;
-thread_local int t_cb_keyval = 0;
-thread_local const char* t_cb_call = nullptr;
-thread_local bool t_cb_is_copy = false;
-
+// Pushes a frame for a callback about to run on this thread; pops it when it has returned.
 class CbGuard {
  public:
-  CbGuard(ObjectKind kind, Handle object, bool teardown, const void* fn, int keyval, bool copy,
-          const char* call) noexcept
-      : fn_(t_cb_fn), keyval_(t_cb_keyval), call_(t_cb_call), copy_(t_cb_is_copy) {
-    if (t_cb_depth < kMaxCbDepth) t_cb[t_cb_depth] = CbFrame{kind, object, teardown};
-    ++t_cb_depth;
-    t_cb_fn = fn;
-    t_cb_keyval = keyval;
-    t_cb_call = call;
-    t_cb_is_copy = copy;
+  explicit CbGuard(CbFrame& frame) noexcept : frame_(frame) {
+    frame.outer = t_cb_top;
+    std::atomic_signal_fence(std::memory_order_release);  // complete before the handler can see it
+    t_cb_top = &frame;
   }
   ~CbGuard() {
-    --t_cb_depth;
-    t_cb_fn = fn_;
-    t_cb_keyval = keyval_;
-    t_cb_call = call_;
-    t_cb_is_copy = copy_;
+    t_cb_top = frame_.outer;
+    std::atomic_signal_fence(std::memory_order_release);
   }
+  CbGuard(const CbGuard&) = delete;
+  CbGuard& operator=(const CbGuard&) = delete;
 
  private:
-  const void* fn_;
-  int keyval_;
-  const char* call_;
-  bool copy_;
+  CbFrame& frame_;
 };
 
-thread_local const Call* t_call = nullptr;  // the innermost intercepted call on this thread
 
 const char* current_call_name() noexcept {
   if (t_call) return t_call->api->name;
@@ -249,7 +228,8 @@ int run_copy(ObjectKind kind, Binding lang, void* fn, Handle old, int key, std::
              std::uint64_t* out, int* flag, int engine_key) {
   int rc;
   {
-    CbGuard guard(kind, old, false, fn, key, true, current_call_name());
+    CbFrame frame{fn, old, current_call_name(), nullptr, key, kind, true, false};
+    CbGuard guard(frame);
     try {
       rc = call_copy(kind, lang, fn, old, key, extra, in, out, flag);
     } catch (...) {
@@ -266,22 +246,30 @@ int run_copy(ObjectKind kind, Binding lang, void* fn, Handle old, int key, std::
   return rc;
 }
 
-int run_delete(ObjectKind kind, Binding lang, void* fn, Handle object, int key, std::uint64_t value, std::uint64_t extra,
-               bool teardown, int engine_key) {
+// Runs a delete callback under its frame (`invoke` calls it): a C++ exception it throws is caught,
+// and that or an error it returns is reported.
+template <typename Invoke>
+inline int run_delete_as(CbFrame& frame, int engine_key, Invoke&& invoke) {
   int rc;
   {
-    CbGuard guard(kind, object, teardown, fn, key, false, current_call_name());
+    CbGuard guard(frame);
     try {
-      rc = call_delete(kind, lang, fn, object, key, value, extra);
+      rc = invoke();
     } catch (...) {
-      report_callback(Rule::CallbackException, "delete callback", key,
-                      " threw a C++ exception (caught by attrcheck; the call fails)", fn, engine_key);
+      report_callback(Rule::CallbackException, "delete callback", frame.keyval,
+                      " threw a C++ exception (caught by attrcheck; the call fails)", frame.fn, engine_key);
       return MPI_ERR_OTHER;
     }
   }
-  if (rc != MPI_SUCCESS)
-    report_callback_value(Rule::CallbackError, "delete callback", key, " returned ", rc, fn, engine_key);
+  if (__builtin_expect(rc != MPI_SUCCESS, 0))
+    report_callback_value(Rule::CallbackError, "delete callback", frame.keyval, " returned ", rc, frame.fn, engine_key);
   return rc;
+}
+
+int run_delete(ObjectKind kind, Binding lang, void* fn, Handle object, int key, std::uint64_t value, std::uint64_t extra,
+               bool teardown, int engine_key) {
+  CbFrame frame{fn, object, current_call_name(), nullptr, key, kind, false, teardown};
+  return run_delete_as(frame, engine_key, [&] { return call_delete(kind, lang, fn, object, key, value, extra); });
 }
 
 bool teardown_delete(ObjectKind kind, Handle object) noexcept {
@@ -306,12 +294,18 @@ int trampoline_copy_fn(Obj old, int key, void* extra, void* in, void* out, int* 
 
 template <ObjectKind K, typename Obj>
 int trampoline_delete_fn(Obj object, int key, void* value, void* extra) {
+  // (On every replacing set and delete: the C call is made here directly, not through call_delete.)
+  using Fn = int (*)(Obj, int, void*, void*);
   auto* rec = static_cast<KeyRecord*>(extra);
-  const int rc = run_delete(K, Binding::C, rec->delete_fn, handle(object), key, reinterpret_cast<std::uintptr_t>(value),
-                            rec->extra_state, teardown_delete(K, handle(object)), rec->engine_id.load());
+  const Handle h = handle(object);
+  const int engine_id = rec->engine_id.load(std::memory_order_relaxed);
+  CbFrame frame{rec->delete_fn, h, current_call_name(), nullptr, key, K, false, teardown_delete(K, h)};
+  const int rc = run_delete_as(frame, engine_id, [&] {
+    return reinterpret_cast<Fn>(rec->delete_fn)(object, key, value,
+                                                reinterpret_cast<void*>(static_cast<std::uintptr_t>(rec->extra_state)));
+  });
   if (Replay* r = t_replay)
-    r->seen.push_back(Observation{false, K, handle(object), rec->engine_id.load(std::memory_order_relaxed),
-                                  reinterpret_cast<std::uintptr_t>(value), rc, 0, 0, false});
+    r->seen.emplace_back() = Observation{false, K, h, engine_id, reinterpret_cast<std::uintptr_t>(value), rc, 0, 0, false};
   return rc;
 }
 
@@ -365,6 +359,15 @@ int replay_delete(Replay& r, const DeleteCall& c) {
   for (Observation& o : r.seen) {
     if (o.used || o.copy || o.object != c.object || o.engine_id != c.keyval) continue;
     o.used = true;
+    if (c.lang == Binding::C && c.repr == Binding::C && o.value_in != c.value) {
+      char d[160];
+      Appender a{d, sizeof d};
+      a.put("passed ");
+      a.hex(o.value_in);
+      a.put(" to a delete callback where the attribute's value is ");
+      a.hex(c.value);
+      divergence(*r.call, d, true, user_key);
+    }
     return o.rc;
   }
   const bool optional = r.lenient || c.cause == CallbackCause::DupRollback ||
@@ -404,23 +407,23 @@ struct sigaction g_previous[sizeof kFatalSignals / sizeof kFatalSignals[0]];
 void on_fatal_signal(int sig, siginfo_t* info, void* context) {
   Runtime& r = state();
   const bool fault = sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGABRT;
-  if (fault && t_cb_depth > 0) {
+  if (const CbFrame* cb = t_cb_top; fault && cb) {  // the innermost callback crashed
     char detail[320];
     Appender a{detail, sizeof detail};
-    a.put(t_cb_is_copy ? "copy callback " : "delete callback ");
-    a.hex(reinterpret_cast<std::uintptr_t>(t_cb_fn));  // dladdr is not async-signal-safe
+    a.put(cb->copy ? "copy callback " : "delete callback ");
+    a.hex(reinterpret_cast<std::uintptr_t>(cb->fn));  // dladdr is not async-signal-safe
     a.put(" of keyval ");
-    a.num(t_cb_keyval);
+    a.num(cb->keyval);
     a.put(" received signal ");
     a.num(sig);
     a.put(" during ");
-    a.put(t_cb_call ? t_cb_call : "?");
+    a.put(cb->call ? cb->call : "?");
     FindingInput in;
     in.rule = Rule::CallbackCrash;
-    in.call = t_cb_call ? t_cb_call : "?";
-    in.site = t_cb_fn;
+    in.call = cb->call ? cb->call : "?";
+    in.site = cb->fn;
     in.has_keyval = true;
-    in.keyval = t_cb_keyval;
+    in.keyval = cb->keyval;
     in.detail = detail;
     r.findings.record_async_signal_safe(in);
   }
@@ -673,30 +676,16 @@ void* trampoline_delete(ObjectKind kind) noexcept {
 }
 
 bool in_callback_for_slow(ObjectKind kind, Handle h) noexcept {
-  const int n = t_cb_depth < kMaxCbDepth ? t_cb_depth : kMaxCbDepth;
-  for (int i = 0; i < n; ++i)
-    if (t_cb[i].kind == kind && t_cb[i].object == h) return true;
+  for (const CbFrame* f = t_cb_top; f; f = f->outer)
+    if (f->kind == kind && f->object == h) return true;
   return false;
 }
 
 bool in_teardown_callback_slow() noexcept {
-  const int n = t_cb_depth < kMaxCbDepth ? t_cb_depth : kMaxCbDepth;
-  for (int i = 0; i < n; ++i)
-    if (t_cb[i].teardown) return true;
+  for (const CbFrame* f = t_cb_top; f; f = f->outer)
+    if (f->teardown) return true;
   return false;
 }
-
-CallScope::CallScope(const Call& call) noexcept : outer_(t_call) { t_call = &call; }
-CallScope::~CallScope() { t_call = outer_; }
-
-ReplayScope::ReplayScope(const Call& call, bool lenient) {
-  replay_.call = &call;
-  replay_.lenient = lenient;
-  replay_.outer = t_replay;
-  t_replay = &replay_;
-}
-
-ReplayScope::~ReplayScope() { t_replay = replay_.outer; }
 
 void ReplayScope::finish() {
   t_replay = replay_.outer;  // nothing more is collected
@@ -726,21 +715,13 @@ Origin origin_here(const Call& call) {
   return r.depot.capture(r.findings.stack_depth() + 8, 1);  // + frames of attrcheck itself, trimmed later
 }
 
-Origin origin_site(const Call& call) {
-  // Call sites repeat (a library's set in a loop, a create/free pair): a small direct-mapped
-  // cache per thread keeps this to a compare on the hot path; the depot is asked on a miss.
-  struct Entry {
-    const void* site;
-    Origin origin;
-  };
-  static thread_local Entry cache[16];
-  // Multiplicative hash: neighbouring call sites (a create and a free 8 bytes apart) must not
-  // share a bucket, or they evict each other forever.
-  Entry& e = cache[(reinterpret_cast<std::uintptr_t>(call.caller) * 0x9E3779B97F4A7C15ULL) >> 60];
-  if (e.site == call.caller && e.site) return e.origin;
+__thread SiteCache::Entry SiteCache::t_sites[SiteCache::kSize];
+
+Origin SiteCache::miss(const Call& call) {
   Runtime& r = state();
   if (r.findings.stack_depth() == 0) return 0;
   void* frame = const_cast<void*>(call.caller);
+  Entry& e = slot(call.caller);
   e.origin = r.depot.intern(&frame, 1);
   e.site = call.caller;
   return e.origin;
@@ -989,6 +970,8 @@ void print_summary() noexcept {
 void started(int provided) {
   Runtime& r = state();
   r.thread_level = provided;
+  // One thread at a time is the only thread: its sets may wait for the engine (fast_path.hpp).
+  g_fast.defer_sets = r.mode == Mode::Shadow && provided < MPI_THREAD_SERIALIZED;
   r.world = handle(MPI_COMM_WORLD);
   r.self = handle(MPI_COMM_SELF);
   PMPI_Comm_rank(MPI_COMM_WORLD, &r.run.rank);

@@ -5,7 +5,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <mutex>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -53,30 +55,43 @@ struct Observation {
 // two, and a heap allocation per set would cost more than the rest of the bookkeeping.
 template <typename T, std::size_t N>
 class InlineList {
+  static_assert(std::is_trivially_copyable_v<T>, "elements are copied as bytes");
+
  public:
-  InlineList() = default;
-  InlineList(const InlineList&) = delete;  // data_ may point into this object
+  InlineList() noexcept {}
+  ~InlineList() { delete[] heap_; }
+  InlineList(const InlineList&) = delete;
   InlineList& operator=(const InlineList&) = delete;
-  void push_back(const T& v) {
-    if (data_ == inline_ && size_ < N) {
-      inline_[size_++] = v;
-      return;
-    }
-    if (data_ == inline_) heap_.assign(inline_, inline_ + size_);
-    heap_.push_back(v);
-    data_ = heap_.data();
-    ++size_;
+  // The new last element (uninitialised).
+  T& emplace_back() {
+    if (__builtin_expect(size_ < N, 1)) return inline_[size_++];
+    return spill();
   }
-  T* begin() noexcept { return data_; }
-  T* end() noexcept { return data_ + size_; }
-  const T* begin() const noexcept { return data_; }
-  const T* end() const noexcept { return data_ + size_; }
+  void push_back(const T& v) { emplace_back() = v; }
+  std::size_t size() const noexcept { return size_; }
+  T* begin() noexcept { return size_ <= N ? inline_ : heap_; }
+  T* end() noexcept { return begin() + size_; }
+  const T* begin() const noexcept { return size_ <= N ? inline_ : heap_; }
+  const T* end() const noexcept { return begin() + size_; }
 
  private:
-  T inline_[N];
-  std::vector<T> heap_;
-  T* data_ = inline_;
+  // Past N, every element lives on the heap (doubling).
+  T& spill() {
+    if (size_ == N || size_ == capacity_) {
+      const std::size_t capacity = size_ * 2;
+      T* bigger = new T[capacity];
+      std::memcpy(static_cast<void*>(bigger), size_ == N ? inline_ : heap_, size_ * sizeof(T));
+      delete[] heap_;
+      heap_ = bigger;
+      capacity_ = capacity;
+    }
+    return heap_[size_++];
+  }
+
   std::size_t size_ = 0;
+  std::size_t capacity_ = 0;
+  T* heap_ = nullptr;
+  T inline_[N];
 };
 
 // Collects the callbacks the library runs during one forwarded call, then answers the engine's
@@ -169,21 +184,26 @@ MPI_Fint fortran_handle(ObjectKind kind, Handle h) noexcept;
 // Callback plumbing.
 void* trampoline_copy(ObjectKind kind) noexcept;
 void* trampoline_delete(ObjectKind kind) noexcept;
-// Callbacks running on this thread: t_cb_depth (fast_path.hpp); per-frame detail in runtime.cpp.
+// Callbacks running on this thread: the frames from t_cb_top (fast_path.hpp).
 bool in_callback_for_slow(ObjectKind kind, Handle h) noexcept;
 bool in_teardown_callback_slow() noexcept;
 inline bool in_callback_for(ObjectKind kind, Handle h) noexcept {  // on this thread
-  return t_cb_depth > 0 && in_callback_for_slow(kind, h);
+  return t_cb_top && in_callback_for_slow(kind, h);
 }
 inline bool in_teardown_callback() noexcept {  // a callback of MPI_Finalize's teardown
-  return t_cb_depth > 0 && in_teardown_callback_slow();
+  return t_cb_top && in_teardown_callback_slow();
 }
+
+// The innermost intercepted call on this thread, and the innermost replay collecting the
+// callbacks the library runs (shadow mode).
+extern __thread const Call* t_call;
+extern __thread Replay* t_replay;
 
 // Marks the intercepted call in progress on this thread (callbacks name it in findings).
 class CallScope {
  public:
-  explicit CallScope(const Call& call) noexcept;
-  ~CallScope();
+  explicit CallScope(const Call& call) noexcept : outer_(t_call) { t_call = &call; }
+  ~CallScope() { t_call = outer_; }
   CallScope(const CallScope&) = delete;
   CallScope& operator=(const CallScope&) = delete;
 
@@ -193,12 +213,21 @@ class CallScope {
 
 class ReplayScope {
  public:
-  ReplayScope(const Call& call, bool lenient);
-  ~ReplayScope();
+  ReplayScope(const Call& call, bool lenient) noexcept {
+    replay_.call = &call;
+    replay_.lenient = lenient;
+    replay_.outer = t_replay;
+    t_replay = &replay_;
+  }
+  ~ReplayScope() { t_replay = replay_.outer; }
+  ReplayScope(const ReplayScope&) = delete;
+  ReplayScope& operator=(const ReplayScope&) = delete;
   Replay& replay() noexcept { return replay_; }
   void order_deletes_on(Handle h) noexcept { replay_.ordered_object = h; replay_.has_ordered_object = true; }
   // Reports callbacks the library ran that the engine did not ask for.
   void finish();
+  // Stops collecting, with nothing to report: the engine has accounted for every callback seen.
+  void dismiss() noexcept { t_replay = replay_.outer; }
 
  private:
   Replay replay_;
@@ -208,7 +237,27 @@ class ReplayScope {
 // only, and only with ATTRCHECK_PROVENANCE=stack, else the call site); origin_site: just the call
 // site, cached per thread (set, dup, constructors).
 Origin origin_here(const Call& call);
-Origin origin_site(const Call& call);
+// Call sites repeat (a library's set in a loop, a create/free pair): a small direct-mapped cache
+// per thread keeps origin_site to a compare on the hot path; the depot is asked on a miss.
+struct SiteCache {
+  struct Entry {
+    const void* site;
+    Origin origin;
+  };
+  static constexpr int kSize = 16;
+  static __thread Entry t_sites[kSize];
+  // Multiplicative hash: neighbouring call sites (a create and a free 8 bytes apart) must not
+  // share a bucket, or they evict each other forever.
+  static Entry& slot(const void* site) noexcept {
+    return t_sites[(reinterpret_cast<std::uintptr_t>(site) * 0x9E3779B97F4A7C15ULL) >> 60];
+  }
+  static Origin miss(const Call& call);
+};
+static_assert(SiteCache::kSize == 16, "slot() hashes to 4 bits");
+inline Origin origin_site(const Call& call) {
+  const SiteCache::Entry& e = SiteCache::slot(call.caller);
+  return e.site == call.caller && e.site ? e.origin : SiteCache::miss(call);
+}
 // Adds "<what>" with the stack of `origin` to a finding (frames kept in `storage`).
 struct ProvenanceStorage {
   std::vector<void*> frames[kMaxProvenance];
