@@ -79,7 +79,7 @@ struct PendingSet {
   QueryCache::Entry* entry = nullptr;
   std::uint64_t before = 0;  // the answer before the first deferred set (the value it replaced)
   std::uint32_t stamp = 0;   // when the last set of the query was made (they apply in this order)
-  Origin origin = 0;         // where the last set was made
+  const void* site = nullptr;  // where the last set was made (its call site)
   bool replaced = false;     // the first deferred set replaced a value with a user delete callback
 };
 struct PendingSets {
@@ -94,7 +94,7 @@ inline void settle() noexcept {
   if (__builtin_expect(t_pending.count != 0, 0)) apply_pending();
 }
 
-// Shadow mode: the cached query a set can take the quick way (on_set_cached), or nullptr (then
+// Shadow mode: the cached query a set can take the quick way (set_cached), or nullptr (then
 // call the full hook). A hit proves what the full hook's checks would prove, as for gets, and
 // carries the engine's cursor for the set.
 inline QueryCache::Entry* checked_set(const Api& api, Handle h, int key) noexcept {

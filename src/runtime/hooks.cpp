@@ -12,6 +12,7 @@
 
 #include "runtime/query_cache.hpp"
 #include "runtime/runtime.hpp"
+#include "runtime/set_path.hpp"
 
 namespace attrcheck::rt {
 
@@ -412,47 +413,6 @@ int on_set_attr(const Call& call, Handle h, int key, std::uint64_t word, const F
   return mirror_set_replayed(call, h, key, engine_key, word, origin, rc, replay);
 }
 
-namespace {
-// A set the library made as the model requires, deferred (fast_path.hpp, "Deferred sets"):
-// `query` is the entry as it was before the call went to the library, with the answer current
-// at `version`, and `slot` where it was. False: it must be mirrored now.
-bool defer_set(ReplayScope& scope, const QueryCache::Entry& query, QueryCache::Entry& slot, std::uint64_t word,
-               Origin origin, std::uint64_t version) {
-  const Replay& replay = scope.replay();
-  const bool replaces = query.flag && query.user_delete;  // the old value's delete callback must run
-  const std::size_t n = replay.seen.size();
-  if (replaces) {
-    if (n != 1) return false;
-    const Observation& o = *replay.seen.begin();
-    if (o.copy || o.rc != MPI_SUCCESS || o.object != query.object || o.engine_id != query.engine_key ||
-        o.value_in != query.word)
-      return false;
-  } else if (n != 0) {
-    return false;
-  }
-  // Nothing moved while the library ran: the slot still holds this query, and its answer.
-  if (slot.object != query.object || slot.query != query.query || slot.version != version ||
-      g_fast.version->load(std::memory_order_acquire) != version)
-    return false;
-  PendingSets& p = t_pending;
-  if (!slot.pending) {
-    if (p.count == PendingSets::kMax) return false;
-    p.sets[p.count] = PendingSet{&slot, query.word, 0, 0, replaces};
-    slot.pending = static_cast<std::uint8_t>(++p.count);
-    t_queries.drop_other_answers(slot);
-  }
-  PendingSet& ps = p.sets[slot.pending - 1];
-  ps.stamp = ++p.clock;
-  ps.origin = origin;
-  slot.word = word;
-  slot.flag = 1;
-  scope.dismiss();
-  return true;
-}
-}  // namespace
-
-__thread PendingSets t_pending;
-
 void apply_pending() noexcept {
   static const Api deferred{"MPI_Comm_set_attr", ObjectKind::Comm, nullptr};  // names nothing: lenient
   PendingSets& p = t_pending;
@@ -464,7 +424,8 @@ void apply_pending() noexcept {
     QueryCache::Entry& q = *ps.entry;
     q.pending = 0;
     const RanDelete ran{q.object, q.engine_key, ps.before, MPI_SUCCESS};
-    if (e.set_attr_ran(q.cursor, Binding::C, q.word, ps.origin, ps.replaced ? &ran : nullptr)) continue;
+    const Origin origin = origin_at(ps.site);
+    if (e.set_attr_ran(q.cursor, Binding::C, q.word, origin, ps.replaced ? &ran : nullptr)) continue;
     // Not expected (the set was checked against this very state): mirror it the general way.
     all = false;
     q.version = QueryCache::kNoAnswer;
@@ -472,7 +433,7 @@ void apply_pending() noexcept {
     ReplayScope replay(call, true);
     if (ps.replaced)
       replay.replay().seen.push_back(Observation{false, q.kind(), q.object, q.engine_key, ps.before, MPI_SUCCESS, 0, 0, false});
-    e.set_attr(q.kind(), q.object, q.engine_key, Binding::C, q.word, ps.origin);
+    e.set_attr(q.kind(), q.object, q.engine_key, Binding::C, q.word, origin);
   }
   // The applied answers are the engine's now.
   const std::uint64_t version = e.version();
@@ -481,25 +442,19 @@ void apply_pending() noexcept {
   p.count = 0;
 }
 
-int on_set_cached(const Call& call, QueryCache::Entry& q, std::uint64_t word, const FnRef<int()>& forward) {
-  CallScope scope(call);
+int set_cached_rest(const Call& call, Handle h, int key, std::uint64_t word, int rc, ReplayScope& replay) {
   const Origin origin = origin_site(call);
-  // Deferred only where the answer, the value it replaces, is known now.
-  std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
-  bool known = false;
-  if (g_fast.defer_sets && call.api->binding == Binding::C) {
-    if (!QueryCache::has_answer(q, version) && refresh_answer(q, version))
-      version = g_fast.version->load(std::memory_order_acquire);  // (refresh_answer may settle)
-    known = QueryCache::has_answer(q, version);
+  const ObjectKind kind = call.api->kind;
+  const Binding as = call.api->binding;
+  // The query's entry, if callbacks left it (it went to the library valid: the layout decides).
+  const QueryCache::Entry* q = t_queries.find(kind, as, h, key, layout_stamp());
+  if (q && q->cursor.object) {
+    QueryCache::Entry query = *q;
+    if (rc == MPI_SUCCESS && mirror_plain_set(replay, query, t_queries.lookup(kind, as, h, key), as, word, origin))
+      return rc;
+    return mirror_set_replayed(call, h, key, query.engine_key, word, origin, rc, replay);
   }
-  const QueryCache::Entry query = q;  // callbacks may reuse the entry's slot
-  ReplayScope replay(call, false);
-  const int rc = forward();
-  if (ATTRCHECK_LIKELY(rc == MPI_SUCCESS) &&
-      ((known && defer_set(replay, query, q, word, origin, version)) ||
-       mirror_plain_set(replay, query, &q, call.api->binding, word, origin)))
-    return rc;
-  return mirror_set_replayed(call, query.object, query.key(), query.engine_key, word, origin, rc, replay);
+  return mirror_set_replayed(call, h, key, to_engine_key(key), word, origin, rc, replay);
 }
 
 bool refresh_answer(QueryCache::Entry& q, std::uint64_t version) noexcept {

@@ -79,8 +79,6 @@ int on_free_keyval(const Call& call, int* keyval, const FnRef<int()>& forward);
 // value: the word as set in the call's binding (an address from C, the integer from Fortran).
 int on_set_attr(const Call& call, Handle object, int keyval, std::uint64_t value, const FnRef<int()>& forward);
 // value_out: a void* (C), an MPI_Aint (Fortran) or an MPI_Fint (MPI_ATTR_GET from Fortran).
-// Shadow mode: a set of a query this thread already found valid for sets (checked_set).
-int on_set_cached(const Call& call, QueryCache::Entry& q, std::uint64_t word, const FnRef<int()>& forward);
 int on_get_attr(const Call& call, Handle object, int keyval, void* value_out, int* flag, const FnRef<int()>& forward);
 int on_delete_attr(const Call& call, Handle object, int keyval, const FnRef<int()>& forward);
 int on_dup(const Call& call, Handle object, const FnRef<int(Handle*)>& forward, const FnRef<void()>& undo);

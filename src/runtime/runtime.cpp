@@ -78,6 +78,7 @@ const char* on_error_name(OnError o) {
 __thread CbFrame* t_cb_top = nullptr;
 __thread const Call* t_call = nullptr;
 __thread Replay* t_replay = nullptr;
+__thread PendingSets t_pending;
 namespace {
 
 // Pushes a frame for a callback about to run on this thread; pops it when it has returned.
@@ -273,7 +274,9 @@ int run_delete(ObjectKind kind, Binding lang, void* fn, Handle object, int key, 
 }
 
 bool teardown_delete(ObjectKind kind, Handle object) noexcept {
-  return phase() == Phase::Finalizing && kind == ObjectKind::Comm && object != state().self;
+  // (g_fast.open is cleared as MPI_Finalize begins: one load while MPI runs.)
+  return kind == ObjectKind::Comm && !g_fast.open.load(std::memory_order_relaxed) &&
+         phase() == Phase::Finalizing && object != state().self;
 }
 
 // ---- trampolines: what the library calls in shadow mode ----------------------------------------
@@ -717,13 +720,13 @@ Origin origin_here(const Call& call) {
 
 __thread SiteCache::Entry SiteCache::t_sites[SiteCache::kSize];
 
-Origin SiteCache::miss(const Call& call) {
+Origin SiteCache::miss(const void* site) {
   Runtime& r = state();
-  if (r.findings.stack_depth() == 0) return 0;
-  void* frame = const_cast<void*>(call.caller);
-  Entry& e = slot(call.caller);
+  if (r.findings.stack_depth() == 0 || !site) return 0;
+  void* frame = const_cast<void*>(site);
+  Entry& e = slot(site);
   e.origin = r.depot.intern(&frame, 1);
-  e.site = call.caller;
+  e.site = site;
   return e.origin;
 }
 

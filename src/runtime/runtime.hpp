@@ -251,13 +251,14 @@ struct SiteCache {
   static Entry& slot(const void* site) noexcept {
     return t_sites[(reinterpret_cast<std::uintptr_t>(site) * 0x9E3779B97F4A7C15ULL) >> 60];
   }
-  static Origin miss(const Call& call);
+  static Origin miss(const void* site);
 };
 static_assert(SiteCache::kSize == 16, "slot() hashes to 4 bits");
-inline Origin origin_site(const Call& call) {
-  const SiteCache::Entry& e = SiteCache::slot(call.caller);
-  return e.site == call.caller && e.site ? e.origin : SiteCache::miss(call);
+inline Origin origin_at(const void* site) {
+  const SiteCache::Entry& e = SiteCache::slot(site);
+  return e.site == site && e.site ? e.origin : SiteCache::miss(site);
 }
+inline Origin origin_site(const Call& call) { return origin_at(call.caller); }
 // Adds "<what>" with the stack of `origin` to a finding (frames kept in `storage`).
 struct ProvenanceStorage {
   std::vector<void*> frames[kMaxProvenance];

@@ -1,0 +1,73 @@
+// The quick way of a shadow-mode set of a query this thread already checked (checked_set in
+// fast_path.hpp), inline in the generated set wrappers: the call goes to the library, and a set
+// that did exactly what the model requires is deferred (fast_path.hpp, "Deferred sets").
+// Everything else is decided by set_cached_rest (hooks.cpp).
+#pragma once
+
+#include "runtime/runtime.hpp"
+
+namespace attrcheck::rt {
+
+// The rest of a set that was not deferred: mirrored now (Engine::set_attr_ran, else through the
+// replay). (h, key): what was set; rc: what the library returned.
+int set_cached_rest(const Call& call, Handle h, int key, std::uint64_t word, int rc, ReplayScope& replay);
+
+// Defers a set the library made with rc MPI_SUCCESS if it ran exactly the callbacks the model
+// requires: the old value's delete callback, with that value, successfully (flag: a value was
+// set; user_delete: its keyval has a delete function), or nothing. `q`: the query's entry, whose
+// answer was current at `version` before the call went to the library. False: mirror it now.
+[[gnu::always_inline]] inline bool defer_set(ReplayScope& scope, QueryCache::Entry& q, Handle h, int key, std::uint64_t word,
+                      const void* site, std::uint64_t version) noexcept {
+  // Nothing moved while the library ran (callbacks may call MPI): the entry still holds this
+  // query, and its answer is still current.
+  if (q.version != version || g_fast.version->load(std::memory_order_acquire) != version || q.object != h ||
+      q.key() != key)
+    return false;
+  const Replay& replay = scope.replay();
+  const std::size_t n = replay.seen.size();
+  const bool replaces = q.flag && q.user_delete;
+  if (replaces) {
+    if (n != 1) return false;
+    const Observation& o = *replay.seen.begin();
+    if (o.copy || o.rc != MPI_SUCCESS || o.object != h || o.engine_id != q.engine_key || o.value_in != q.word)
+      return false;
+  } else if (n != 0) {
+    return false;
+  }
+  PendingSets& p = t_pending;
+  if (!q.pending) {
+    if (p.count == PendingSets::kMax) return false;
+    p.sets[p.count] = PendingSet{&q, q.word, 0, nullptr, replaces};
+    q.pending = static_cast<std::uint8_t>(++p.count);
+    t_queries.drop_other_answers(q);
+  }
+  PendingSet& ps = p.sets[q.pending - 1];
+  ps.stamp = ++p.clock;
+  ps.site = site;
+  q.word = word;
+  q.flag = 1;
+  scope.dismiss();
+  return true;
+}
+
+// `q`: checked_set's entry for (h, key).
+template <typename Forward>
+inline int set_cached(const Call& call, QueryCache::Entry& q, Handle h, int key, std::uint64_t word,
+                      Forward&& forward) {
+  CallScope scope(call);
+  // Deferred only where the answer, the value the set replaces, is known now.
+  std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
+  bool known = false;
+  if (call.api->binding == Binding::C && g_fast.defer_sets) {
+    if (!QueryCache::has_answer(q, version) && refresh_answer(q, version))
+      version = g_fast.version->load(std::memory_order_acquire);  // (refresh_answer may settle)
+    known = QueryCache::has_answer(q, version);
+  }
+  ReplayScope replay(call, false);
+  const int rc = forward();
+  if (__builtin_expect(rc == MPI_SUCCESS && known, 1) && defer_set(replay, q, h, key, word, call.caller, version))
+    return rc;
+  return set_cached_rest(call, h, key, word, rc, replay);
+}
+
+}  // namespace attrcheck::rt
