@@ -77,3 +77,42 @@ TEST(QueryCache, ManyQueriesEvictOnlyWithinASetAndNeverConfuseQueries) {
 }
 
 }  // namespace
+
+// A set deferred in one binding changes what the other bindings of the same object and keyval
+// read: their answers go, and a refresh can tell that the engine lacks the pending value.
+TEST(QueryCache, OtherBindingsOfAQueryWithAPendingSet) {
+  auto cache = std::make_unique<QueryCache>();
+  QueryCache::Entry& c = cache->remember(kComm, Binding::C, kA, 10, 1, 7);
+  QueryCache::Entry& f = cache->remember(kComm, Binding::FortranAint, kA, 10, 1, 7);
+  QueryCache::Entry& c_ref = *cache->lookup(kComm, Binding::C, kA, 10);  // (remember may move entries)
+  ASSERT_EQ(&f, cache->lookup(kComm, Binding::FortranAint, kA, 10));
+  QueryCache::remember_answer(c_ref, 4, 100, 1);
+  QueryCache::remember_answer(f, 4, 100, 1);
+  EXPECT_FALSE(cache->other_pending(c_ref));
+  EXPECT_FALSE(cache->other_pending(f));
+  c_ref.pending = 1;  // a set of the C query waits
+  EXPECT_TRUE(cache->other_pending(f));
+  EXPECT_FALSE(cache->other_pending(c_ref));  // itself is not "other"
+  cache->drop_other_answers(c_ref);
+  EXPECT_FALSE(QueryCache::has_answer(f, 4));
+  EXPECT_TRUE(QueryCache::has_answer(c_ref, 4));
+  (void)c;
+}
+
+TEST(QueryCache, OtherBindingsMeanTheSameObjectKindAndKeyvalOnly) {
+  auto cache = std::make_unique<QueryCache>();
+  cache->remember(kComm, Binding::C, kA, 10, 1, 7);
+  QueryCache::Entry& c = *cache->lookup(kComm, Binding::C, kA, 10);
+  QueryCache::remember_answer(c, 4, 100, 1);
+  c.pending = 1;
+  // Other keyvals, objects or kinds are unaffected (whichever set they land in).
+  for (int key = 11; key < 2000; ++key) {
+    QueryCache::Entry& o = cache->remember(kComm, Binding::FortranAint, kA, key, 1, 7);
+    EXPECT_FALSE(cache->other_pending(o)) << key;
+    c.pending = 0;  // (remember would otherwise be moving a pending entry)
+    if (cache->lookup(kComm, Binding::C, kA, 10) != &c) break;  // evicted: done
+    c.pending = 1;
+  }
+  QueryCache::Entry& t = cache->remember(ObjectKind::Type, Binding::FortranAint, kA, 10, 1, 7);
+  EXPECT_FALSE(cache->other_pending(t));
+}

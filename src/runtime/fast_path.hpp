@@ -86,6 +86,11 @@ struct PendingSets {
   static constexpr int kMax = 128;
   int count = 0;
   std::uint32_t clock = 0;
+  // Engine::version() right after this thread's last set mirrored on the spot. A set whose cached
+  // answer is out of date reads it afresh to be deferred only while the version still reads
+  // this, i.e. in a run of sets: a set between other changes (a set + delete pair, say) is
+  // cheaper mirrored at once than read, deferred and applied.
+  std::uint64_t mirrored_at = ~0ULL;
   PendingSet sets[kMax];
 };
 extern __thread PendingSets t_pending;

@@ -177,6 +177,7 @@ bool mirror_plain_set(ReplayScope& scope, const QueryCache::Entry& query, QueryC
   }
   std::uint64_t version = 0;
   if (!state().engine->set_attr_ran(query.cursor, as, word, origin, n ? &ran : nullptr, &version)) return false;
+  t_pending.mirrored_at = version;
   scope.dismiss();
   // A get in the same binding reads back the word as set (a default-INTEGER one is sign-extended:
   // that is left to the full path).

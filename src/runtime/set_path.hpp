@@ -59,7 +59,7 @@ inline int set_cached(const Call& call, QueryCache::Entry& q, Handle h, int key,
   std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
   bool known = false;
   if (call.api->binding == Binding::C && g_fast.defer_sets) {
-    if (!QueryCache::has_answer(q, version) && refresh_answer(q, version))
+    if (!QueryCache::has_answer(q, version) && version == t_pending.mirrored_at && refresh_answer(q, version))
       version = g_fast.version->load(std::memory_order_acquire);  // (refresh_answer may settle)
     known = QueryCache::has_answer(q, version);
   }
