@@ -30,10 +30,11 @@ extern FastState g_fast;
 extern bool g_shadow;  // set once, at load
 // (__thread, not thread_local: constant-initialised, so reading them needs no TLS init call.)
 extern __thread QueryCache t_queries;
-extern __thread bool t_thread_checked;  // this thread has passed the thread-level check
 // A callback of ours running on this thread: frames live on the stack of the code that runs the
-// callback, linked innermost first from t_cb_top (nullptr: none). Plain data, so the fatal-signal
-// handler can name the callback that crashed.
+// callback, linked innermost first from t_cb_top. Plain data, so the fatal-signal handler can
+// name the callback that crashed. The chain ends in nullptr, or in kUnchecked until the thread
+// has passed the thread-level check: then t_cb_top == nullptr alone says "a checked thread, no
+// callback running", the inline paths' one test.
 struct CbFrame {
   const void* fn;
   Handle object;     // the object it runs for (the old one for a copy callback)
@@ -44,6 +45,7 @@ struct CbFrame {
   bool copy;
   bool teardown;     // a delete callback of MPI_Finalize's teardown
 };
+extern CbFrame kUnchecked;
 extern __thread CbFrame* t_cb_top;
 
 // The stamp query cache entries are checked against: it moves whenever a keyval or object comes
@@ -60,7 +62,7 @@ bool refresh_answer(QueryCache::Entry& q, std::uint64_t version) noexcept;
 // at the version the engine still has needs no layout check: every layout change is a version
 // change.
 inline const QueryCache::Entry* checked_query(const Api& api, Handle h, int key) noexcept {
-  if (api.replacement || !t_thread_checked || t_cb_top) return nullptr;
+  if (api.replacement || t_cb_top) return nullptr;
   QueryCache::Entry* q = t_queries.lookup(api.kind, api.binding, h, key);
   if (!q) return nullptr;
   const std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
@@ -103,7 +105,7 @@ inline void settle() noexcept {
 // call the full hook). A hit proves what the full hook's checks would prove, as for gets, and
 // carries the engine's cursor for the set.
 inline QueryCache::Entry* checked_set(const Api& api, Handle h, int key) noexcept {
-  if (!g_shadow || api.replacement || !t_thread_checked || t_cb_top) return nullptr;
+  if (!g_shadow || api.replacement || t_cb_top) return nullptr;
   QueryCache::Entry* q = t_queries.find(api.kind, api.binding, h, key, layout_stamp());
   return q && q->cursor.object ? q : nullptr;
 }

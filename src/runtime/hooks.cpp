@@ -29,7 +29,6 @@ constexpr int kPassThrough = -0x7a77;
 }  // namespace
 
 __thread QueryCache t_queries;
-__thread bool t_thread_checked = false;
 
 namespace {
 
@@ -70,21 +69,20 @@ namespace {
     *rc = call.api->lifecycle ? kPassThrough : MPI_ERR_OTHER;
     return false;
   }
+  // For good: the thread level and the first thread never change (see kUnchecked).
+  if (t_cb_top == &kUnchecked) t_cb_top = nullptr;
   return true;
 }
 
-// The common case in one inline test: MPI running, no callback of ours on this thread, a current
-// call, and this thread allowed to make it. Anything else takes the full path above.
+// The common case in one inline test: MPI running, a current call, and a thread that passed the
+// thread-level check with no callback of ours running (t_cb_top). Anything else takes the full
+// path above.
 inline bool enter(const Call& call, int* rc) {
   settle();  // whatever this call does sees every set made before it
   const Runtime& r = state();
   if (ATTRCHECK_LIKELY(static_cast<Phase>(r.phase.load(std::memory_order_acquire)) == Phase::Running &&
-                       !t_cb_top && !call.api->replacement &&
-                       (r.thread_level >= MPI_THREAD_SERIALIZED ||
-                        r.first_thread.load(std::memory_order_relaxed) == &t_token))) {
-    t_thread_checked = true;  // for good: the thread level and the first thread never change
+                       !t_cb_top && !call.api->replacement))
     return true;
-  }
   return enter_slow(call, rc);
 }
 

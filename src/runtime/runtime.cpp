@@ -75,7 +75,8 @@ const char* on_error_name(OnError o) {
 
 // ---- per-thread callback context ------------------------------------------------------------
 }  // namespace
-__thread CbFrame* t_cb_top = nullptr;
+CbFrame kUnchecked{nullptr, 0, nullptr, nullptr, 0, ObjectKind::Comm, false, false};
+__thread CbFrame* t_cb_top = &kUnchecked;
 __thread const Call* t_call = nullptr;
 __thread Replay* t_replay = nullptr;
 __thread PendingSets t_pending;
@@ -410,7 +411,7 @@ struct sigaction g_previous[sizeof kFatalSignals / sizeof kFatalSignals[0]];
 void on_fatal_signal(int sig, siginfo_t* info, void* context) {
   Runtime& r = state();
   const bool fault = sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGABRT;
-  if (const CbFrame* cb = t_cb_top; fault && cb) {  // the innermost callback crashed
+  if (const CbFrame* cb = t_cb_top; fault && cb && cb != &kUnchecked) {  // the innermost callback crashed
     char detail[320];
     Appender a{detail, sizeof detail};
     a.put(cb->copy ? "copy callback " : "delete callback ");
@@ -679,13 +680,13 @@ void* trampoline_delete(ObjectKind kind) noexcept {
 }
 
 bool in_callback_for_slow(ObjectKind kind, Handle h) noexcept {
-  for (const CbFrame* f = t_cb_top; f; f = f->outer)
+  for (const CbFrame* f = t_cb_top; f && f != &kUnchecked; f = f->outer)
     if (f->kind == kind && f->object == h) return true;
   return false;
 }
 
 bool in_teardown_callback_slow() noexcept {
-  for (const CbFrame* f = t_cb_top; f; f = f->outer)
+  for (const CbFrame* f = t_cb_top; f && f != &kUnchecked; f = f->outer)
     if (f->teardown) return true;
   return false;
 }
