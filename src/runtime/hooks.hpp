@@ -10,7 +10,6 @@
 #include <utility>
 
 #include "attrcheck/engine.hpp"
-#include "runtime/query_cache.hpp"
 
 // The wrappers are the library's only exported symbols.
 #define ATTRCHECK_EXPORT __attribute__((visibility("default")))
