@@ -1059,7 +1059,9 @@ struct Engine::Impl {
       if (ran->value != translate(repr, rec->value.load(std::memory_order_relaxed), nullptr, k->spec.lang).word)
         return false;
     }
-    if (rec && from == Binding::C && repr_of(*rec) == Binding::C) {  // in place: no cells, no counts change
+    // Replacing a C value with a C value needs no cell and changes no count: done here, it saves
+    // the store_set / put_at call chain (~45 instructions of a mirrored set, callgrind).
+    if (rec && from == Binding::C && repr_of(*rec) == Binding::C) {
       WriteSection ws(seq_);
       store_value(o, rec, static_cast<std::uint32_t>(Binding::C), value, origin);
     } else if (!store_set(o, k, rec, key, from, value, origin).ok()) {

@@ -400,16 +400,8 @@ int on_set_attr(const Call& call, Handle h, int key, std::uint64_t word, const F
   int engine_key = 0;
   const Result res = check_modify(call, h, key, &engine_key, nullptr, true);
   if (!res.ok()) return refuse(call, res, kind, h, key, engine_key);
-  // The query's entry, with the cursor check_modify left in it, before callbacks can reuse it.
-  QueryCache::Entry query{};
-  QueryCache::Entry* slot = t_queries.lookup(kind, call.api->binding, h, key);
-  if (slot) query = *slot;
   ReplayScope replay(call, false);
-  rc = forward();
-  if (rc == MPI_SUCCESS && query.cursor.object &&
-      mirror_plain_set(replay, query, slot, call.api->binding, word, origin))
-    return rc;
-  return mirror_set_replayed(call, h, key, engine_key, word, origin, rc, replay);
+  return mirror_library_set(call, h, key, word, forward(), replay);
 }
 
 void apply_pending() noexcept {
@@ -441,16 +433,15 @@ void apply_pending() noexcept {
   p.count = 0;
 }
 
-int set_cached_rest(const Call& call, Handle h, int key, std::uint64_t word, int rc, ReplayScope& replay) {
+int mirror_library_set(const Call& call, Handle h, int key, std::uint64_t word, int rc, ReplayScope& replay) {
   const Origin origin = origin_site(call);
   const ObjectKind kind = call.api->kind;
   const Binding as = call.api->binding;
   // The query's entry, if callbacks left it (it went to the library valid: the layout decides).
-  const QueryCache::Entry* q = t_queries.find(kind, as, h, key, layout_stamp());
-  if (q && q->cursor.object) {
-    QueryCache::Entry query = *q;
-    if (rc == MPI_SUCCESS && mirror_plain_set(replay, query, t_queries.lookup(kind, as, h, key), as, word, origin))
-      return rc;
+  QueryCache::Entry* slot = t_queries.find(kind, as, h, key, layout_stamp());
+  if (slot && slot->cursor.object) {
+    const QueryCache::Entry query = *slot;  // (mirror_plain_set may move entries as it settles)
+    if (rc == MPI_SUCCESS && mirror_plain_set(replay, query, slot, as, word, origin)) return rc;
     return mirror_set_replayed(call, h, key, query.engine_key, word, origin, rc, replay);
   }
   return mirror_set_replayed(call, h, key, to_engine_key(key), word, origin, rc, replay);

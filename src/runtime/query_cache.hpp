@@ -102,9 +102,7 @@ class QueryCache {
   bool other_pending(const Entry& e) noexcept {
     const Entry* set = set_of(e.object, e.key());
     for (int w = 0; w < kWays; ++w)
-      if (&set[w] != &e && set[w].pending && set[w].object == e.object &&
-          ((set[w].query ^ e.query) & ~std::uint64_t{3}) == 0)
-        return true;
+      if (other_binding(set[w], e) && set[w].pending) return true;
     return false;
   }
 
@@ -113,14 +111,17 @@ class QueryCache {
   void drop_other_answers(const Entry& e) noexcept {
     Entry* set = set_of(e.object, e.key());
     for (int w = 0; w < kWays; ++w)
-      if (&set[w] != &e && set[w].object == e.object && set[w].query != 0 &&
-          ((set[w].query ^ e.query) & ~std::uint64_t{3}) == 0)
-        set[w].version = kNoAnswer;
+      if (other_binding(set[w], e)) set[w].version = kNoAnswer;
   }
 
  private:
   static_assert(kWays == 2, "find() and remember() spell out two ways");
   static_assert(sizeof(Entry) == 64, "an entry is one cache line");
+  // Whether `x` is the query of `e` in another binding (same object, kind and keyval): such
+  // entries share e's set, which hashes the object and keyval only.
+  static bool other_binding(const Entry& x, const Entry& e) noexcept {
+    return &x != &e && x.query != 0 && x.object == e.object && ((x.query ^ e.query) & ~std::uint64_t{3}) == 0;
+  }
   // Never 0 (bit 63), so an empty entry matches no query.
   static std::uint64_t query_tag(ObjectKind kind, Binding b, int key) noexcept {
     return (1ULL << 63) | (static_cast<std::uint64_t>(static_cast<std::uint32_t>(key)) << 8) |

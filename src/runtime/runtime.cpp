@@ -226,20 +226,28 @@ void report_callback_value(Rule rule, const char* what, int key, const char* pre
   report_callback(rule, what, key, tail, fn, engine_key);
 }
 
+// Runs a callback under its frame (`invoke` calls it). A C++ exception it throws is caught and
+// reported; the call then fails with MPI_ERR_OTHER and *threw is set.
+template <typename Invoke>
+inline int run_guarded(CbFrame& frame, int engine_key, bool* threw, Invoke&& invoke) {
+  CbGuard guard(frame);
+  try {
+    return invoke();
+  } catch (...) {
+    report_callback(Rule::CallbackException, frame.copy ? "copy callback" : "delete callback", frame.keyval,
+                    " threw a C++ exception (caught by attrcheck; the call fails)", frame.fn, engine_key);
+    *threw = true;
+    return MPI_ERR_OTHER;
+  }
+}
+
 int run_copy(ObjectKind kind, Binding lang, void* fn, Handle old, int key, std::uint64_t extra, std::uint64_t in,
              std::uint64_t* out, int* flag, int engine_key) {
-  int rc;
-  {
-    CbFrame frame{fn, old, current_call_name(), nullptr, key, kind, true, false};
-    CbGuard guard(frame);
-    try {
-      rc = call_copy(kind, lang, fn, old, key, extra, in, out, flag);
-    } catch (...) {
-      report_callback(Rule::CallbackException, "copy callback", key,
-                      " threw a C++ exception (caught by attrcheck; the call fails)", fn, engine_key);
-      return MPI_ERR_OTHER;
-    }
-  }
+  CbFrame frame{fn, old, current_call_name(), nullptr, key, kind, true, false};
+  bool threw = false;
+  const int rc = run_guarded(frame, engine_key, &threw,
+                             [&] { return call_copy(kind, lang, fn, old, key, extra, in, out, flag); });
+  if (threw) return rc;
   if (rc != MPI_SUCCESS) {
     report_callback_value(Rule::CallbackError, "copy callback", key, " returned ", rc, fn, engine_key);
   } else if (*flag != 0 && *flag != 1) {
@@ -252,18 +260,9 @@ int run_copy(ObjectKind kind, Binding lang, void* fn, Handle old, int key, std::
 // and that or an error it returns is reported.
 template <typename Invoke>
 inline int run_delete_as(CbFrame& frame, int engine_key, Invoke&& invoke) {
-  int rc;
-  {
-    CbGuard guard(frame);
-    try {
-      rc = invoke();
-    } catch (...) {
-      report_callback(Rule::CallbackException, "delete callback", frame.keyval,
-                      " threw a C++ exception (caught by attrcheck; the call fails)", frame.fn, engine_key);
-      return MPI_ERR_OTHER;
-    }
-  }
-  if (__builtin_expect(rc != MPI_SUCCESS, 0))
+  bool threw = false;
+  const int rc = run_guarded(frame, engine_key, &threw, std::forward<Invoke>(invoke));
+  if (__builtin_expect(rc != MPI_SUCCESS && !threw, 0))
     report_callback_value(Rule::CallbackError, "delete callback", frame.keyval, " returned ", rc, frame.fn, engine_key);
   return rc;
 }
@@ -317,6 +316,19 @@ int trampoline_delete_fn(Obj object, int key, void* value, void* extra) {
 
 constexpr int kFlagUnset = 0x5eed;
 
+// The library passed a callback (`which`: "copy" or "delete") another value than the model holds.
+void value_divergence(const Replay& r, const char* which, std::uint64_t passed, std::uint64_t model, int user_key) {
+  char d[160];
+  Appender a{d, sizeof d};
+  a.put("passed ");
+  a.hex(passed);
+  a.put(" to a ");
+  a.put(which);
+  a.put(" callback where the attribute's value is ");
+  a.hex(model);
+  divergence(*r.call, d, true, user_key);
+}
+
 int replay_copy(Replay& r, const CopyCall& c, std::uint64_t* out, int* flag) {
   const KeyRecord* rec = record_for(c.keyval);
   if (rec && !rec->observed) {
@@ -327,15 +339,8 @@ int replay_copy(Replay& r, const CopyCall& c, std::uint64_t* out, int* flag) {
   for (Observation& o : r.seen) {
     if (o.used || !o.copy || o.object != c.old_object || o.engine_id != c.keyval) continue;
     o.used = true;
-    if (o.value_in != c.value_in) {
-      char d[160];
-      Appender a{d, sizeof d};
-      a.put("passed ");
-      a.hex(o.value_in);
-      a.put(" to a copy callback where the attribute's value is ");
-      a.hex(c.value_in);
-      divergence(*r.call, d, true, record_for(c.keyval) ? record_for(c.keyval)->user_id : c.keyval);
-    }
+    if (o.value_in != c.value_in)
+      value_divergence(r, "copy", o.value_in, c.value_in, record_for(c.keyval) ? record_for(c.keyval)->user_id : c.keyval);
     *out = o.value_out;
     *flag = o.flag;
     return o.rc;
@@ -363,15 +368,8 @@ int replay_delete(Replay& r, const DeleteCall& c) {
   for (Observation& o : r.seen) {
     if (o.used || o.copy || o.object != c.object || o.engine_id != c.keyval) continue;
     o.used = true;
-    if (c.lang == Binding::C && c.repr == Binding::C && o.value_in != c.value) {
-      char d[160];
-      Appender a{d, sizeof d};
-      a.put("passed ");
-      a.hex(o.value_in);
-      a.put(" to a delete callback where the attribute's value is ");
-      a.hex(c.value);
-      divergence(*r.call, d, true, user_key);
-    }
+    if (c.lang == Binding::C && c.repr == Binding::C && o.value_in != c.value)
+      value_divergence(r, "delete", o.value_in, c.value, user_key);
     return o.rc;
   }
   const bool optional = r.lenient || c.cause == CallbackCause::DupRollback ||

@@ -1,16 +1,17 @@
 // The quick way of a shadow-mode set of a query this thread already checked (checked_set in
 // fast_path.hpp), inline in the generated set wrappers: the call goes to the library, and a set
 // that did exactly what the model requires is deferred (fast_path.hpp, "Deferred sets").
-// Everything else is decided by set_cached_rest (hooks.cpp).
+// Everything else is decided by mirror_library_set (hooks.cpp).
 #pragma once
 
 #include "runtime/runtime.hpp"
 
 namespace attrcheck::rt {
 
-// The rest of a set that was not deferred: mirrored now (Engine::set_attr_ran, else through the
-// replay). (h, key): what was set; rc: what the library returned.
-int set_cached_rest(const Call& call, Handle h, int key, std::uint64_t word, int rc, ReplayScope& replay);
+// Shadow mode: mirrors now a set the library made (and that was not deferred): through
+// Engine::set_attr_ran with the query's cursor, else through the replay. (h, key): what was set;
+// rc: what the library returned. Also the end of the full hook's set (hooks.cpp).
+int mirror_library_set(const Call& call, Handle h, int key, std::uint64_t word, int rc, ReplayScope& replay);
 
 // Defers a set the library made with rc MPI_SUCCESS if it ran exactly the callbacks the model
 // requires: the old value's delete callback, with that value, successfully (flag: a value was
@@ -67,7 +68,7 @@ inline int set_cached(const Call& call, QueryCache::Entry& q, Handle h, int key,
   const int rc = forward();
   if (__builtin_expect(rc == MPI_SUCCESS && known, 1) && defer_set(replay, q, h, key, word, call.caller, version))
     return rc;
-  return set_cached_rest(call, h, key, word, rc, replay);
+  return mirror_library_set(call, h, key, word, rc, replay);
 }
 
 }  // namespace attrcheck::rt
