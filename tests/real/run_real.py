@@ -2,7 +2,7 @@
 """Runs a real MPI client natively and under the attrcheck launcher and compares the two runs.
 
 The test passes when, under attrcheck in the given mode:
-  - the command ends with the native run's exit status,
+  - the command ends with the native run's exit status (which must be 0),
   - every rank's stdout equals the native run's (mpirun --output-filename keeps one file per rank,
     so the interleaving of ranks does not matter; lines matching an --ignore regex are dropped in
     both; --tag-output would not do: Open MPI tags each chunk a rank writes, even mid-line),
@@ -86,6 +86,7 @@ def main():
     if not command:
         ap.error("no command given")
     ignore = [re.compile(r) for r in a.ignore]
+    a.workdir = os.path.abspath(a.workdir)  # the runs use their own directories as cwd
     failures = []
 
     env = dict(os.environ, **ENV)
@@ -99,7 +100,7 @@ def main():
         return ["mpirun", "--output-filename", os.path.join(directory, "stdout"), "-np", str(a.np)] + command
 
     native = run(mpirun(native_dir), env, native_dir, a.timeout)
-    launcher = [a.launcher, "--mode", a.mode, "--output", out, "--fail-on", "never"]
+    launcher = [os.path.abspath(a.launcher), "--mode", a.mode, "--output", out, "--fail-on", "never"]
     if a.allow:
         failures.extend(allow_list_problems(a.allow))
         launcher += ["--suppressions", a.allow]
@@ -109,9 +110,10 @@ def main():
     print(checked.stdout)
     print(checked.stderr, file=sys.stderr)
 
+    if native.returncode != 0:  # a client broken natively would make any comparison moot
+        failures.append(f"the native run failed ({native.returncode}): {native.stderr[-2000:]}")
     if native.returncode != checked.returncode:
-        failures.append(f"exit status {checked.returncode} under attrcheck, {native.returncode} natively"
-                        + (f"; native stderr:\n{native.stderr[-2000:]}" if native.returncode else ""))
+        failures.append(f"exit status {checked.returncode} under attrcheck, {native.returncode} natively")
 
     want = per_rank(os.path.join(native_dir, "stdout"), ignore)
     got = per_rank(os.path.join(checked_dir, "stdout"), ignore)
