@@ -394,7 +394,7 @@ int on_free_keyval(const Call& call, int* keyval, const FnRef<int()>& forward) {
   Runtime& r = state();
   const ObjectKind kind = call.api->kind;
   const int user_key = *keyval;
-  if (unchecked(kind, 0, &user_key)) return forward();
+  if (unchecked(kind, nullptr, &user_key)) return forward();
   int engine_key = to_engine_key(user_key);
   const Result res = r.engine->free_keyval(kind, &engine_key, origin_here(call));
   if (!res.ok()) return refuse(call, res, kind, 0, user_key, to_engine_key(user_key));
@@ -431,7 +431,7 @@ int on_set_attr(const Call& call, Handle h, int key, std::uint64_t word, const F
   Runtime& r = state();
   const ObjectKind kind = call.api->kind;
   if (in_callback_for(kind, h)) return reentrant(call, kind, h);
-  if (unchecked(kind, h, &key)) return forward();
+  if (unchecked(kind, &h, &key)) return forward();
   const Origin origin = origin_site(call);
   if (r.mode == Mode::Emulate) {
     const Result res = with_object(call, kind, h, [&] {
@@ -534,7 +534,7 @@ int on_get_attr(const Call& call, Handle h, int key, void* value_out, int* flag,
   if (!enter(call, &rc)) return rc;
   Runtime& r = state();
   const ObjectKind kind = call.api->kind;
-  if (unchecked(kind, h, &key)) return forward();
+  if (unchecked(kind, &h, &key)) return forward();
   const Binding as = call.api->binding;
   const std::uint64_t layout = layout_stamp();
   const std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
@@ -569,7 +569,7 @@ int on_delete_attr(const Call& call, Handle h, int key, const FnRef<int()>& forw
   Runtime& r = state();
   const ObjectKind kind = call.api->kind;
   if (in_callback_for(kind, h)) return reentrant(call, kind, h);
-  if (unchecked(kind, h, &key)) return forward();
+  if (unchecked(kind, &h, &key)) return forward();
   int engine_key = 0, present = 0;
   t_adopted.set = false;
   Result res = check_modify(call, h, key, &engine_key, &present);
@@ -624,7 +624,7 @@ int on_dup(const Call& call, Handle old, const FnRef<int(Handle*)>& forward, con
   Runtime& r = state();
   Engine& e = *r.engine;
   const ObjectKind kind = call.api->kind;
-  if (unchecked(kind, old)) return forward(&fresh);
+  if (unchecked(kind, &old, nullptr)) return forward(&fresh);
   t_adopted.set = false;
   const Result check = check_object(call, kind, old);
   if (!check.ok()) return refuse(call, check, kind, old, 0, 0);
@@ -635,6 +635,12 @@ int on_dup(const Call& call, Handle old, const FnRef<int(Handle*)>& forward, con
     e.forget_object(kind, fresh);  // a stale registration of a reused handle, if any
     const Result res = e.dup_object(kind, old, fresh, origin_site(call));
     if (res.ok()) return MPI_SUCCESS;
+    if (res.status == Status::CapacityExhausted) {
+      // The engine cannot hold the copy: the library's dup has to serve it, attributes included,
+      // which it cannot for emulated keyvals. Say so once; the new object goes unchecked.
+      object_limit();
+      return MPI_SUCCESS;
+    }
     undo();
     return refuse(call, res, kind, old, 0, 0);
   }
@@ -655,6 +661,12 @@ int on_dup(const Call& call, Handle old, const FnRef<int(Handle*)>& forward, con
     note_created(kind, fresh);
     e.forget_object(kind, fresh);  // a stale registration of a reused handle, if any
     res = e.dup_object(kind, old, fresh, origin_site(call));
+    if (res.status == Status::CapacityExhausted) {  // the new object goes unchecked
+      replay.replay().lenient = true;
+      replay.finish();
+      object_limit();
+      return rc;
+    }
     replay.finish();
     if (!res.ok()) {
       result_divergence(call, rc, res, 0);
@@ -744,7 +756,7 @@ int on_free(const Call& call, Handle h, const FnRef<int()>& forward) {
   Engine& e = *r.engine;
   const ObjectKind kind = call.api->kind;
   if (in_callback_for(kind, h)) return reentrant(call, kind, h);
-  if (unchecked(kind, h)) return forward();
+  if (unchecked(kind, &h, nullptr)) return forward();
   if (drop_reference(kind, h)) {
     // One of several references to a live object (MPI_Type_get_contents handed it out again): the
     // library drops it and the object lives on, with its attributes.

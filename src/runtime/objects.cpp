@@ -42,13 +42,13 @@ void add_unchecked_key(int key) {
   r.unchecked_keys.insert(key);
 }
 
-bool unchecked_slow(ObjectKind kind, Handle h, const int* key) {
+bool unchecked_slow(ObjectKind kind, const Handle* h, const int* key) {
   Runtime& r = state();
   if (key) {
     std::lock_guard<std::mutex> lock(r.unchecked_mu);
     if (r.unchecked_keys.count(*key)) return true;
   }
-  return r.objects_full.load(std::memory_order_relaxed) && !live_object(kind, h);
+  return h && r.objects_full.load(std::memory_order_relaxed) && !live_object(kind, *h);
 }
 
 bool adopt(ObjectKind kind, Handle h, bool library_vouches) {

@@ -210,8 +210,8 @@ inline bool adopted_now(ObjectKind kind, Handle h) noexcept {
 void note_limit(const char* what, const char* detail);
 void add_unchecked_key(int key);
 void object_limit();  // the engine could not register an object
-bool unchecked_slow(ObjectKind kind, Handle h, const int* key);
-inline bool unchecked(ObjectKind kind, Handle h, const int* key = nullptr) {
+bool unchecked_slow(ObjectKind kind, const Handle* h, const int* key);
+inline bool unchecked(ObjectKind kind, const Handle* h, const int* key) {  // either may be null
   return __builtin_expect(state().limited.load(std::memory_order_relaxed), 0) && unchecked_slow(kind, h, key);
 }
 void note_freed(ObjectKind kind, Handle h);

@@ -7,6 +7,7 @@ A case is a C, C++ or Fortran program whose first comment lines (// or !) say wh
   // clean                                       no error or warning besides the expected rules
   // exit: 0 | nonzero | signal                  how the program must end (default 0)
   // native: same-stdout                         stdout must equal a native run's
+  // env: NAME=VALUE ...                         extra environment for the run under attrcheck
 
 usage: run_case.py --launcher BIN --exe PROGRAM --source CASE.c --mode MODE --workdir DIR
 """
@@ -43,7 +44,8 @@ TIMEOUT = 120
 
 
 def header(source):
-    spec = {"np": 2, "modes": ["shadow", "emulate"], "expect": [], "clean": False, "exit": "0", "native": None}
+    spec = {"np": 2, "modes": ["shadow", "emulate"], "expect": [], "clean": False, "exit": "0", "native": None,
+            "env": {}}
     with open(source) as f:
         for line in f:
             line = line.strip()
@@ -68,6 +70,10 @@ def header(source):
                 spec["exit"] = body.split(":", 1)[1].strip()
             elif body.startswith("native:"):
                 spec["native"] = body.split(":", 1)[1].strip()
+            elif body.startswith("env:"):
+                for item in body.split(":", 1)[1].split():
+                    name, _, value = item.partition("=")
+                    spec["env"][name] = value
     return spec
 
 
@@ -93,7 +99,7 @@ def main():
     out = os.path.join(a.workdir, "out")
     mpirun = ["mpirun", "-np", str(spec["np"]), a.exe]
     cmd = [a.launcher, "--mode", a.mode, "--output", out, "--fail-on", "never", "--"] + mpirun
-    proc = subprocess.run(cmd, env=env, cwd=a.workdir, capture_output=True, text=True, timeout=TIMEOUT)
+    proc = subprocess.run(cmd, env=dict(env, **spec["env"]), cwd=a.workdir, capture_output=True, text=True, timeout=TIMEOUT)
     failures = []
     print("$ " + " ".join(cmd))
     print(proc.stdout)
