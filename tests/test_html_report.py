@@ -16,8 +16,11 @@ TOOL = os.path.join(BUILD, "bin", "attrcheck-report")
 LAUNCHER = os.path.join(BUILD, "bin", "attrcheck")
 DEMO = os.path.join(BUILD, "examples", "demo")
 DEMO_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "demo.c")
-ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-           OMPI_MCA_rmaps_base_oversubscribe="1")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mpi_config  # noqa: E402
+
+MPI = mpi_config.load(BUILD)  # the build's MPI library and its launcher
+ENV = MPI.env()
 # Headless, and quiet on this machine's closed network.
 CHROMIUM = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
             "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -28,7 +31,7 @@ class HtmlReportTest(unittest.TestCase):
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="attrcheck-html-test-")
         run_dir = os.path.join(cls.dir, "run")
-        subprocess.run([LAUNCHER, "--output", run_dir, "--fail-on", "never", "--", "mpirun", "-np", "2", DEMO],
+        subprocess.run([LAUNCHER, "--output", run_dir, "--fail-on", "never", "--", *MPI.mpiexec(2, DEMO)],
                        env=ENV, capture_output=True, timeout=120, check=True)
         cls.page = os.path.join(cls.dir, "report.html")
         subprocess.run([TOOL, "html", run_dir, "-o", cls.page], check=True, capture_output=True, timeout=120)

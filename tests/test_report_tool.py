@@ -17,8 +17,11 @@ TOOL = os.path.join(BUILD, "bin", "attrcheck-report")
 LAUNCHER = os.path.join(BUILD, "bin", "attrcheck")
 DEMO = os.path.join(BUILD, "examples", "demo")
 SCHEMA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reports", "attrcheck-report.schema.json")
-ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-           OMPI_MCA_rmaps_base_oversubscribe="1")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mpi_config  # noqa: E402
+
+MPI = mpi_config.load(BUILD)  # the build's MPI library and its launcher
+ENV = MPI.env()
 
 
 def tool(*args):
@@ -30,7 +33,7 @@ class ReportToolTest(unittest.TestCase):
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="attrcheck-report-test-")
         cls.run_dir = os.path.join(cls.dir, "run")
-        subprocess.run([LAUNCHER, "--output", cls.run_dir, "--fail-on", "never", "--", "mpirun", "-np", "2", DEMO],
+        subprocess.run([LAUNCHER, "--output", cls.run_dir, "--fail-on", "never", "--", *MPI.mpiexec(2, DEMO)],
                        env=ENV, capture_output=True, timeout=120, check=True)
         cls.rank0 = os.path.join(cls.run_dir, "rank-0.json")
 

@@ -76,6 +76,7 @@ const char* on_error_name(OnError o) {
 // ---- per-thread callback context ------------------------------------------------------------
 }  // namespace
 CbFrame kUnchecked{nullptr, 0, nullptr, nullptr, 0, ObjectKind::Comm, false, false};
+CbFrame kInFortran{nullptr, ~Handle{0}, nullptr, nullptr, 0, ObjectKind::Comm, false, false};
 __thread CbFrame* t_cb_top = &kUnchecked;
 __thread const Call* t_call = nullptr;
 __thread Replay* t_replay = nullptr;
@@ -347,7 +348,7 @@ int replay_copy(Replay& r, const CopyCall& c, std::uint64_t* out, int* flag) {
   }
   if (!r.lenient)
     divergence(*r.call, "did not run a copy callback the standard requires", true,
-               record_for(c.keyval) ? record_for(c.keyval)->user_id : c.keyval);
+               record_for(c.keyval) ? record_for(c.keyval)->user_id : c.keyval, DivergenceSite::MissingCallback);
   *flag = 0;
   return MPI_SUCCESS;
 }
@@ -361,7 +362,7 @@ int replay_delete(Replay& r, const DeleteCall& c) {
       if (o.used || o.copy || o.object != c.object) continue;
       if (o.engine_id != c.keyval)
         divergence(*r.call, "ran MPI_COMM_SELF's delete callbacks out of the order they were set (newest first)",
-                   true, user_key);
+                   true, user_key, DivergenceSite::SelfDeleteOrder);
       break;
     }
   }
@@ -374,7 +375,9 @@ int replay_delete(Replay& r, const DeleteCall& c) {
   }
   const bool optional = r.lenient || c.cause == CallbackCause::DupRollback ||
                         (c.cause == CallbackCause::Finalize && c.object != state().self);
-  if (!optional) divergence(*r.call, "did not run a delete callback the standard requires", true, user_key);
+  if (!optional)
+    divergence(*r.call, "did not run a delete callback the standard requires", true, user_key,
+               DivergenceSite::MissingCallback);
   return MPI_SUCCESS;
 }
 
@@ -409,7 +412,7 @@ struct sigaction g_previous[sizeof kFatalSignals / sizeof kFatalSignals[0]];
 void on_fatal_signal(int sig, siginfo_t* info, void* context) {
   Runtime& r = state();
   const bool fault = sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGABRT;
-  if (const CbFrame* cb = t_cb_top; fault && cb && cb != &kUnchecked) {  // the innermost callback crashed
+  if (const CbFrame* cb = t_cb_top; fault && cb && cb != &kUnchecked && cb != &kInFortran) {  // a callback crashed
     char detail[320];
     Appender a{detail, sizeof detail};
     a.put(cb->copy ? "copy callback " : "delete callback ");
@@ -679,7 +682,7 @@ void* trampoline_delete(ObjectKind kind) noexcept {
 
 bool in_callback_for_slow(ObjectKind kind, Handle h) noexcept {
   for (const CbFrame* f = t_cb_top; f && f != &kUnchecked; f = f->outer)
-    if (f->kind == kind && f->object == h) return true;
+    if (f != &kInFortran && f->kind == kind && f->object == h) return true;
   return false;
 }
 
@@ -704,7 +707,7 @@ void ReplayScope::finish() {
     a.put(object_name(o.kind, o.object) ? object_name(o.kind, o.object) : to_string(o.kind));
     a.put(" that the standard does not call here");
     const KeyRecord* rec = record_for(o.engine_id);
-    divergence(*replay_.call, d, true, rec ? rec->user_id : o.engine_id);
+    divergence(*replay_.call, d, true, rec ? rec->user_id : o.engine_id, DivergenceSite::ExtraCallback);
   }
 }
 
@@ -814,8 +817,19 @@ FindingInput finding(Rule rule, const Call& call) {
   return in;
 }
 
-void divergence(const Call& call, const char* detail, bool has_keyval, int keyval) {
+void divergence(const Call& call, const char* detail, bool has_keyval, int keyval, DivergenceSite site) {
   FindingInput in = finding(Rule::ImplDivergence, call);
+  char named[400];
+  if (const KnownDivergence* known = known_divergence(site, in.call)) {
+    Appender a{named, sizeof named};
+    a.put(detail);
+    a.put(" (a known ");
+    a.put(kProfile.name);
+    a.put(" divergence [");
+    a.put(known->id);
+    a.put("])");
+    detail = named;
+  }
   in.detail = detail;
   in.has_keyval = has_keyval;
   in.keyval = keyval;
@@ -989,6 +1003,7 @@ void started(int provided) {
     if (char* nl = std::strchr(version, '\n')) *nl = '\0';
     if (char* comma = std::strchr(version, ',')) *comma = '\0';
     std::snprintf(r.run.mpi_library, sizeof r.run.mpi_library, "%.*s", static_cast<int>(sizeof r.run.mpi_library - 1), version);  // first line, clipped
+    check_library(version);
   }
   r.engine->create_object(ObjectKind::Comm, r.world, kObjectPredefined | kObjectWorld);
   r.engine->create_object(ObjectKind::Comm, r.self, kObjectPredefined | kObjectSelf);
