@@ -150,6 +150,22 @@ class LauncherTest(unittest.TestCase):
         self.assertIn("keyval.double-free", {f["rule"] for f in report["findings"]})
         self.assertEqual(p.stderr.count("rank report(s)"), 1, "the merged summary is printed once")
 
+    def test_inherited_descriptors_reach_the_command(self):
+        # Hydra (MPICH) hands each rank its PMI connection as an inherited descriptor (PMI_FD):
+        # the launcher between it and the rank must not close it.
+        r, w = os.pipe()
+        try:
+            p = subprocess.run([LAUNCHER, "--mode", "off", "--output", self.out, "--", "sh", "-c", f"echo kept >&{w}"],
+                               env=ENV, capture_output=True, text=True, timeout=60, pass_fds=[w])
+            os.close(w)
+            w = None
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(os.read(r, 100), b"kept\n")
+        finally:
+            os.close(r)
+            if w is not None:
+                os.close(w)
+
     # --- modes and --on-error -------------------------------------------------------------------
 
     def test_off_mode_is_pass_through(self):
