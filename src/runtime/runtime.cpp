@@ -976,7 +976,22 @@ void write_report() noexcept {
     if (!prepare_report(r, name)) return;
   }
   const std::uint64_t version = r.findings.version();
-  if (r.report.write(r.run, r.findings)) r.written_version.store(version);
+  if (!r.report.write(r.run, r.findings)) return;
+  r.written_version.store(version);
+  // The final report holds every finding: the journal has served (a later finding rewrites the
+  // whole report, as after MPI_Finalize every finding does).
+  if (phase() == Phase::Finalized) r.journal.finish(r.findings);
+}
+
+void start_journal() noexcept {
+  Runtime& r = state();
+  char path[1100];
+  std::snprintf(path, sizeof path, "%s", r.report.path());
+  const std::size_t n = std::strlen(path);
+  if (n < 5 || std::strcmp(path + n - 5, ".json") != 0) return;
+  std::snprintf(path + n - 5, sizeof path - (n - 5), ".journal");  // rank-3.json -> rank-3.journal
+  if (!r.journal.start(path, r.run, r.findings))
+    std::fprintf(stderr, "attrcheck: cannot write %s: findings are saved at exit only\n", path);
 }
 
 void print_summary() noexcept {
@@ -1016,6 +1031,7 @@ void started(int provided) {
   char name[64];
   std::snprintf(name, sizeof name, "rank-%d.json", r.run.rank);
   if (prepare_report(r, name) && had_early) ::unlink(early);
+  start_journal();
   r.phase.store(static_cast<int>(Phase::Running), std::memory_order_release);
   r.engine->advance_layout();
   g_fast.open.store(true, std::memory_order_release);

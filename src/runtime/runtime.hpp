@@ -124,6 +124,7 @@ struct Runtime {
   FindingStore findings;
   RunInfo run;
   ReportFile report;
+  Journal journal;  // new findings, on disk as they are found (until the final report)
   std::atomic<std::uint64_t> written_version{~0ULL};
 
   // Keyval records, indexed by engine slot.
@@ -290,6 +291,9 @@ const char* kind_noun(ObjectKind kind) noexcept;  // "communicator", "datatype",
 // Lifecycle.
 void started(int provided);
 void write_report() noexcept;
+// Starts the rank's journal beside its report (rank-N.journal): findings are on disk as they are
+// found, for a rank killed without warning.
+void start_journal() noexcept;
 void print_summary() noexcept;
 
 inline Phase phase() noexcept { return static_cast<Phase>(state().phase.load(std::memory_order_acquire)); }

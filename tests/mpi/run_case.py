@@ -9,6 +9,7 @@ A case is a C, C++ or Fortran program whose first comment lines (// or !) say wh
                                                without-finalize: what the library's launcher
                                                makes of a rank's exit() without MPI_Finalize
   // native: same-stdout                         stdout must equal a native run's
+  // status: STATUS                              every rank's status in the merged report
   // expect-unless FLAG: RULE...                 expected unless the library profile's FLAG is true
   // divergence: ID...                           known library divergences (src/runtime/mpi_profile.def)
                                                the program runs into: where the built library's
@@ -36,10 +37,12 @@ with open(os.path.join(HERE, "..", "..", "reports", "attrcheck-report.schema.jso
     SCHEMA = jsonschema.Draft202012Validator(json.load(_f))
 
 
-def schema_errors(path):
-    """Every report the suite produces must match the published schema."""
-    with open(path) as f:
-        data = json.load(f)
+def schema_errors(path, data=None):
+    """Every report the suite produces must match the published schema (a journal: the rank
+    report the merge rebuilds from it)."""
+    if data is None:
+        with open(path) as f:
+            data = json.load(f)
     return [f"{path}: {'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}"
             for e in SCHEMA.iter_errors(data)][:5]
 
@@ -51,7 +54,7 @@ TIMEOUT = 120
 
 def header(source):
     spec = {"np": 2, "modes": ["shadow", "emulate"], "expect": [], "clean": False, "exit": "0", "native": None,
-            "divergence": [], "expect_unless": []}
+            "divergence": [], "expect_unless": [], "status": None}
     with open(source) as f:
         for line in f:
             line = line.strip()
@@ -79,6 +82,8 @@ def header(source):
                 spec["expect_unless"].append((flag.strip(), rules.split()))
             elif body.startswith("divergence:"):
                 spec["divergence"] = body.split(":", 1)[1].split()
+            elif body.startswith("status:"):
+                spec["status"] = body.split(":", 1)[1].strip()
             elif body.startswith("native:"):
                 spec["native"] = body.split(":", 1)[1].strip()
     return spec
@@ -138,8 +143,7 @@ def main():
     # Every per-rank report must parse (a crashed rank too), and the merged one must exist.
     for path in reports.rank_files(out):
         try:
-            reports.load(path)
-            failures.extend(schema_errors(path))
+            failures.extend(schema_errors(path, reports.load(path)))
         except reports.ReportError as e:
             failures.append(str(e))
     try:
@@ -160,6 +164,9 @@ def main():
         # A divergence the case is about must be reported as the known one, by its id.
         if named and f["rule"] == "impl.divergence" and not any(f"[{d}]" in f["message"] for d in diverges):
             failures.append(f"impl.divergence does not name a known divergence ({', '.join(diverges)}): {f['message']}")
+    statuses = [r.get("status") for r in merged.get("ranks", [])]
+    if spec["status"] and (len(statuses) != spec["np"] or any(s != spec["status"] for s in statuses)):
+        failures.append(f"rank statuses {statuses}, expected {spec['np']} x {spec['status']}")
     if spec["exit"] == "signal" and not any(r.get("status") == "signal" for r in merged.get("ranks", [])):
         failures.append("no rank report says it ended by a signal")
 
