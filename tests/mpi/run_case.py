@@ -9,6 +9,8 @@ A case is a C, C++ or Fortran program whose first comment lines (// or !) say wh
                                                without-finalize: what the library's launcher
                                                makes of a rank's exit() without MPI_Finalize
   // native: same-stdout                         stdout must equal a native run's
+  // native: error-classes                       a native run's "error-class SITUATION CLASS" lines
+                                               must be the library profile's ERROR_CLASS table
   // status: STATUS                              every rank's status in the merged report
   // expect-unless FLAG: RULE...                 expected unless the library profile's FLAG is true
   // divergence: ID...                           known library divergences (src/runtime/mpi_profile.def)
@@ -174,6 +176,12 @@ def main():
         # Emulate mode serves the standard's semantics, which this library departs from here.
         print(f"skip native comparison: {cfg.profile['name']} diverges from the standard here "
               f"({', '.join(diverges)}) and emulate mode follows the standard")
+    elif spec["native"] == "error-classes":
+        native = subprocess.run(mpirun, env=env, cwd=a.workdir, capture_output=True, text=True, timeout=TIMEOUT)
+        seen = dict(line.split()[1:3] for line in native.stdout.splitlines() if line.startswith("error-class "))
+        if seen != cfg.profile["error_classes"]:
+            failures.append(f"{cfg.profile.get('name', cfg.library)} returns {seen}, its profile says "
+                            f"{cfg.profile['error_classes']}")
     elif spec["native"] == "same-stdout":
         native = subprocess.run(mpirun, env=env, cwd=a.workdir, capture_output=True, text=True, timeout=TIMEOUT)
         if native.returncode != 0:
