@@ -96,7 +96,7 @@ class C:
                  "  const rt::Call call{&api, __builtin_return_address(0)};"]
         for param, role in self.fn["roles"].items():
             if role in POINTER_ROLES:
-                lines.append(f'  if ({param} == nullptr) return rt::on_null_arg(call, "{param}");')
+                lines.append(f'  if ({param} == nullptr) return rt::on_null_arg(call, "{param}", [&]() {{ return {self.call_pmpi}; }});')
         return lines
 
     def result(self, expr):
@@ -112,6 +112,9 @@ class C:
         return f"rt::handle(*{p})"
 
     def deref(self, p):
+        return p
+
+    def key(self, p):  # a keyval argument
         return p
 
     def word(self, p):
@@ -133,7 +136,8 @@ class Fortran(C):
     def __init__(self, fn, params):
         super().__init__(fn, params)
         self.ierr = require(fn, "ierr")
-        self.call_pmpi = f"(pmpi({self.args}), static_cast<int>(*{self.ierr}))"
+        # (forward_fortran: the library's binding may enter through the C wrappers: fast_path.hpp)
+        self.call_pmpi = f"(rt::forward_fortran(pmpi, {self.args}), static_cast<int>(*{self.ierr}))"
 
     def signature(self):
         return f'extern "C" ATTRCHECK_EXPORT void {self.fn["symbol"]}({self.fn["params"]})'
@@ -160,14 +164,19 @@ class Fortran(C):
     def deref(self, p):
         return f"*{p}"
 
+    def key(self, p):  # (the library's Fortran numbers for predefined keys: mpi_profile.hpp)
+        return f"rt::c_keyval(*{p})"
+
     def word(self, p):
         return f"static_cast<std::uint64_t>(static_cast<std::int64_t>(*{p}))"
 
     def keyval_forward(self, c, d, kv, ex):
         ex_type = next(decl for decl, n in self.params if n == ex).rsplit(ex, 1)[0].replace("*", "").strip()
         return (f"[&](void* copy_, void* delete_, std::uint64_t extra_) {{\n"
+                # The user's own variable when the value is the user's: MPICH keeps its address
+                # and hands that to the callbacks (Open MPI copies the value).
                 f"        {ex_type} e_ = static_cast<{ex_type}>(extra_);\n"
-                f"        pmpi(copy_, delete_, {kv}, &e_, {self.ierr});\n"
+                f"        rt::forward_fortran(pmpi, copy_, delete_, {kv}, e_ == *{ex} ? {ex} : &e_, {self.ierr});\n"
                 f"        return static_cast<int>(*{self.ierr});\n"
                 f"      }}")
 
@@ -192,7 +201,7 @@ def body(fn, lang):
         lines.append(ret(f"rt::on_free_keyval(call, {require(fn, 'keyval_inout')}, {fwd})"))
     elif op == "set_attr":
         o, kv, v = require(fn, "object"), require(fn, "keyval"), require(fn, "value")
-        h, k = lang.handle(o, kind), lang.deref(kv)
+        h, k = lang.handle(o, kind), lang.key(kv)
         # First resort (shadow mode): a query this thread already checked (runtime/fast_path.hpp).
         lines.append(f"  if (rt::QueryCache::Entry* q_ = rt::checked_set(api, {h}, {k}))")
         lines.append("    " + lang.early_result(f"rt::set_cached(call, *q_, {h}, {k}, {lang.word(v)}, {fwd})"))
@@ -201,7 +210,7 @@ def body(fn, lang):
     elif op == "get_attr":
         o, kv = require(fn, "object"), require(fn, "keyval")
         v, f = require(fn, "value_out"), require(fn, "flag_out")
-        h, k = lang.handle(o, kind), lang.deref(kv)
+        h, k = lang.handle(o, kind), lang.key(kv)
         fwd = f"[=]() {{ return {lang.call_pmpi}; }}"  # by value: the fast path keeps them in registers
         # First resort, inline: a query this thread already checked (runtime/fast_path.hpp).
         lines.append(f"  if (const rt::QueryCache::Entry* q_ = rt::checked_query(api, {h}, {k}))")
@@ -210,7 +219,7 @@ def body(fn, lang):
         lines.append(ret(f"rt::on_get_attr(call, {h}, {k}, {v}, {f}, {fwd})"))
     elif op == "delete_attr":
         o, kv = require(fn, "object"), require(fn, "keyval")
-        lines.append(ret(f"rt::on_delete_attr(call, {lang.handle(o, kind)}, {lang.deref(kv)}, {fwd})"))
+        lines.append(ret(f"rt::on_delete_attr(call, {lang.handle(o, kind)}, {lang.key(kv)}, {fwd})"))
     elif op == "dup":
         o, out = require(fn, "object"), require(fn, "object_out")
         req = role_param(fn, "request")

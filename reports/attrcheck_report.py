@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 
 RANK_SCHEMA = "attrcheck.rank-report"
+JOURNAL_SCHEMA = "attrcheck.rank-journal"
 MERGED_SCHEMA = "attrcheck.report"
 SUPPORTED_MAJOR = 1
 VERSION = "1.0"
@@ -36,7 +37,11 @@ def _check_version(path, data):
 
 
 def load(path):
-    """Loads a per-rank or merged report, checking it is one and of a version we read."""
+    """Loads a per-rank or merged report, checking it is one and of a version we read. A rank's
+    journal (rank-N.journal) is loaded as the rank report it stands for; a rank report gets the
+    findings its journal recorded after it was written."""
+    if path.endswith(".journal"):
+        return load_journal(path)
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
@@ -51,18 +56,93 @@ def load(path):
     _check_version(path, data)
     if not isinstance(data.get("findings"), list):
         raise ReportError(f"{path}: 'findings' is missing or not a list")
+    journal = os.path.splitext(path)[0] + ".journal"
+    if data.get("schema") == RANK_SCHEMA and os.path.exists(journal):
+        _add_journal(data, _journal_lines(journal))
+    return data
+
+
+def _journal_lines(path):
+    """A journal's header and its finding lines (one per seq). A line cut short by the process's
+    death (the last one) is left out."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().split("\n")
+    except OSError as e:
+        raise ReportError(f"{path}: {e.strerror}")
+    try:
+        header = json.loads(lines[0])
+    except json.JSONDecodeError as e:
+        raise ReportError(f"{path}:1: not a valid journal header: {e.msg}")
+    if not isinstance(header, dict) or header.get("schema") != JOURNAL_SCHEMA:
+        raise ReportError(f"{path}: not an attrcheck journal (no 'schema': '{JOURNAL_SCHEMA}')")
+    _check_version(path, header)
+    entries = {}
+    for line in lines[1:]:
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(entry, dict) and isinstance(entry.get("seq"), int) and isinstance(entry.get("finding"), dict):
+            entries.setdefault(entry["seq"], entry)
+    return header, [entries[k] for k in sorted(entries)]
+
+
+def _add_journal(data, journal, first_seq=None):
+    """Appends the journal's findings from `first_seq` on (default: those past the report's own),
+    renumbering their stacks into the report's."""
+    _header, entries = journal
+    start = len(data["findings"]) if first_seq is None else first_seq
+    stacks = data.setdefault("stacks", [])
+    next_id = max((s.get("id", 0) for s in stacks), default=0) + 1
+    rank = data.get("run", {}).get("rank")
+    for entry in entries:
+        if entry["seq"] < start:
+            continue
+        ids = {}
+        for s in entry.get("stacks", []):
+            ids[s.get("id")] = next_id
+            stacks.append({"id": next_id, "frames": s.get("frames", [])})
+            next_id += 1
+        f = dict(entry["finding"], rank=rank)
+        if "stack" in f:
+            f["stack"] = ids.get(f["stack"], f["stack"])
+        if f.get("provenance"):
+            f["provenance"] = [dict(p, stack=ids.get(p["stack"], p["stack"])) if "stack" in p else p
+                               for p in f["provenance"]]
+        data["findings"].append(f)
+
+
+def load_journal(path):
+    """The rank report a journal stands for: a rank that never wrote its report (killed with
+    SIGKILL, or still running). Its status says so: 'running'."""
+    header, entries = _journal_lines(path)
+    run = dict(header.get("run", {}), status="running", signal=0)
+    data = {"schema": RANK_SCHEMA, "version": header.get("version"), "tool": header.get("tool", {}),
+            "run": run, "findings": [], "stacks": []}
+    _add_journal(data, (header, entries), first_seq=0)
+    counts = {s: sum(int(f.get("count", 1)) for f in data["findings"] if f.get("severity") == s) for s in SEVERITIES}
+    data["summary"] = dict(counts, dropped=0)
     return data
 
 
 def clean(directory):
-    """Removes an earlier run's per-rank reports and markers from a run directory."""
-    for path in rank_files(directory) + glob.glob(os.path.join(directory, ".*.done")):
+    """Removes an earlier run's per-rank reports, journals and markers from a run directory."""
+    for path in set(rank_files(directory) + journal_files(directory) + glob.glob(os.path.join(directory, ".*.done"))):
         os.unlink(path)
 
 
+def journal_files(directory):
+    """The ranks' journals (rank-N.journal): findings as they were found."""
+    return glob.glob(os.path.join(directory, "rank-*.journal")) + glob.glob(os.path.join(directory, "pid-*.journal"))
+
+
 def rank_files(directory):
-    """The per-rank report files of a run directory."""
+    """The per-rank report files of a run directory: each rank's report, or its journal where it
+    wrote none (killed without warning)."""
     files = glob.glob(os.path.join(directory, "rank-*.json")) + glob.glob(os.path.join(directory, "pid-*.json"))
+    reported = {os.path.splitext(p)[0] for p in files}
+    files += [j for j in journal_files(directory) if os.path.splitext(j)[0] not in reported]
 
     def order(p):
         name = os.path.basename(p)
@@ -258,8 +338,10 @@ def merge_directory(directory, command=None, exit_code=None, lock=True, suppress
 
 def complete(directory, merged):
     """Whether every rank of the run (per the reports' world size) has a report in `merged`."""
-    sizes = {r.get("size") for r in merged.get("ranks", []) if r.get("size")}
-    return len(sizes) == 1 and len(merged["ranks"]) >= sizes.pop()
+    # (a rank known from its journal alone has not finished)
+    ranks = [r for r in merged.get("ranks", []) if not str(r.get("file", "")).endswith(".journal")]
+    sizes = {r.get("size") for r in ranks if r.get("size")}
+    return len(sizes) == 1 and len(ranks) >= sizes.pop()
 
 
 def claim_once(directory, what):

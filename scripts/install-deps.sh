@@ -6,6 +6,9 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config python3
   libopenmpi-dev openmpi-bin gfortran
+  # MPICH beside it (ATTRCHECK_MPI=mpich): Debian's alternatives keep Open MPI the default
+  # mpicc / mpirun (priority 50 against MPICH's 40); MPICH is mpicc.mpich, mpiexec.mpich.
+  mpich libmpich-dev
   libboost-stacktrace-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   binutils python3-jsonschema

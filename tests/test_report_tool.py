@@ -19,8 +19,17 @@ LAUNCHER = os.path.join(BUILD, "bin", "attrcheck")
 DEMO = os.path.join(BUILD, "examples", "demo")
 SCHEMA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reports", "attrcheck-report.schema.json")
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-           OMPI_MCA_rmaps_base_oversubscribe="1")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mpi_config  # noqa: E402
+
+MPI = mpi_config.load(BUILD)  # the build's MPI library and its launcher
+ENV = MPI.env()
+# The demo passes two deprecated MPI-1 constants (MPI_NULL_COPY_FN, MPI_NULL_DELETE_FN): in MPICH's
+# mpi.h they are null pointers like their replacements, so nothing at run time tells them apart
+# (docs/rules.md, deprecated.constant): two findings fewer there.
+CONSTANTS = not MPI.profile.get("null_callbacks_are_null", False)
+FINDINGS = 8 if CONSTANTS else 6
+WARNINGS = 12 if CONSTANTS else 8
 
 
 def tool(*args):
@@ -32,7 +41,7 @@ class ReportToolTest(unittest.TestCase):
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="attrcheck-report-test-")
         cls.run_dir = os.path.join(cls.dir, "run")
-        subprocess.run([LAUNCHER, "--output", cls.run_dir, "--fail-on", "never", "--", "mpirun", "-np", "2", DEMO],
+        subprocess.run([LAUNCHER, "--output", cls.run_dir, "--fail-on", "never", "--", *MPI.mpiexec(2, DEMO)],
                        env=ENV, capture_output=True, timeout=120, check=True)
         cls.rank0 = os.path.join(cls.run_dir, "rank-0.json")
 
@@ -46,11 +55,43 @@ class ReportToolTest(unittest.TestCase):
     def test_summary_of_a_run_directory_has_rules_ranks_and_source_lines(self):
         p = tool("summary", self.run_dir)
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertIn("4 error(s), 12 warning(s)", p.stdout)
+        self.assertIn(f"4 error(s), {WARNINGS} warning(s)", p.stdout)
         line = next(l for l in p.stdout.splitlines() if "keyval.double-free" in l)
         self.assertIn("0-1", line)                 # both ranks
         self.assertIn("main (demo.c:", line)       # symbolized to the source line
         self.assertIn("freed a second time", line)
+
+    def test_journals_of_killed_ranks_are_merged(self):
+        # A rank killed with SIGKILL leaves only its journal (rank-N.journal: a header line, then
+        # one line per finding as found, the last one possibly cut short); a rank that wrote its
+        # report may have journalled findings after it.
+        sys.path.insert(0, os.path.join(BUILD, "lib", "attrcheck"))
+        import attrcheck_report as reports
+        d = self.out("journals")
+        os.makedirs(d)
+        with open(self.rank0) as f:
+            rank0 = json.load(f)
+        shutil.copy(self.rank0, os.path.join(d, "rank-0.json"))
+        stacks = {s["id"]: s for s in rank0["stacks"]}
+        first = rank0["findings"][0]
+        line = {"seq": 0, "finding": dict(first, stack=1), "stacks": [dict(stacks[first["stack"]], id=1)]}
+        header = {"schema": "attrcheck.rank-journal", "version": "1.0", "tool": rank0["tool"],
+                  "run": dict(rank0["run"], rank=1)}
+        with open(os.path.join(d, "rank-1.journal"), "w") as f:
+            f.write(json.dumps(header) + "\n" + json.dumps(line) + "\n" + json.dumps(line)[:40])
+        later = dict(line, seq=len(rank0["findings"]), finding=dict(first, stack=1, message="found after the report"))
+        with open(os.path.join(d, "rank-0.journal"), "w") as f:
+            f.write(json.dumps(dict(header, run=rank0["run"])) + "\n" + json.dumps(line) + "\n" + json.dumps(later) + "\n")
+        merged = reports.merge_directory(d, lock=False)
+        self.assertEqual(sorted((r["rank"], r["status"]) for r in merged["ranks"]), [(0, "finalized"), (1, "running")])
+        same = [f for f in merged["findings"] if f["message"] == first["message"]]
+        self.assertEqual(len(same), 1)
+        self.assertEqual(same[0]["ranks"], [0, 1])
+        self.assertEqual(same[0]["count"], first["count"] + 1)  # rank 0's seq 0 is in its report already
+        self.assertIn("found after the report", {f["message"] for f in merged["findings"]})
+        self.assertFalse(reports.complete(d, merged), "a rank known from its journal alone has not finished")
+        reports.clean(d)
+        self.assertEqual(sorted(os.listdir(d)), ["report.json"])
 
     def test_merge_writes_one_report_and_refuses_to_overwrite(self):
         target = self.out("merged.json")
@@ -74,7 +115,7 @@ class ReportToolTest(unittest.TestCase):
         self.assertEqual(tool("gate", self.run_dir, "--rule", "deprecated.*").returncode, 0)  # warnings only
         p = tool("gate", self.run_dir, "--rule", "deprecated.*", "--fail-on", "warning")
         self.assertEqual(p.returncode, 1)
-        self.assertIn("gate FAILED: 4 finding(s)", p.stderr)
+        self.assertIn(f"gate FAILED: {4 if CONSTANTS else 2} finding(s)", p.stderr)
         self.assertEqual(tool("gate", self.run_dir, "--rule", "thread.*", "--fail-on", "info").returncode, 0)
 
     def test_sarif_has_rules_and_results_at_source_lines(self):
@@ -108,9 +149,9 @@ class ReportToolTest(unittest.TestCase):
         self.assertEqual(len(cases), rules)
         self.assertEqual(int(suite.get("tests")), rules)
         failed = sorted(n for n, c in cases.items() if c.find("failure") is not None)
-        self.assertEqual(failed, ["attr.leak", "deprecated.call", "deprecated.constant", "keyval.double-free",
-                                  "keyval.kind-mismatch", "keyval.leak"])
-        self.assertEqual(int(suite.get("failures")), 6)
+        self.assertEqual(failed, ["attr.leak", "deprecated.call"] + ["deprecated.constant"] * CONSTANTS +
+                         ["keyval.double-free", "keyval.kind-mismatch", "keyval.leak"])
+        self.assertEqual(int(suite.get("failures")), 6 if CONSTANTS else 5)
         self.assertIn("demo.c:", cases["keyval.double-free"].find("failure").text)
 
     def source_line(self, frame):

@@ -120,7 +120,9 @@ def library():
 
 def run(command, env):
     try:
-        child = subprocess.Popen(command, env=env)
+        # Every inherited descriptor stays open: MPICH's Hydra passes each rank its PMI connection
+        # as one (PMI_FD), and the rank started under `mpiexec ... attrcheck -- app` must get it.
+        child = subprocess.Popen(command, env=env, close_fds=False)
     except OSError as e:
         die(f"cannot run {command[0]}: {e.strerror}")
     # Pass interrupts on to the command (mpirun then stops its ranks) and wait for it.

@@ -327,6 +327,8 @@ void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcep
   f.committed.store(true, std::memory_order_release);
   used_.store(slot + 1, std::memory_order_release);
   version_.fetch_add(1, std::memory_order_release);
+  // On disk before anything else can happen to the process (still the only writer: in order).
+  if (Journal* j = journal_.load(std::memory_order_acquire)) j->append(*this, slot);
   busy_.store(false, std::memory_order_release);
 }
 
@@ -381,6 +383,56 @@ struct StackWalk {
     return id;
   }
 };
+// One finding as a JSON object; `stack_id(stack)` is the id its stacks are written under.
+template <typename StackId>
+void render_finding(FdWriter& w, int rank, const Finding& f, StackId stack_id) noexcept {
+  const RuleInfo& info = rule_info(f.rule);
+  w.raw("{");
+  w.key("rule"); w.str(info.id); w.raw(",");
+  w.key("severity"); w.str(to_string(info.severity)); w.raw(",");
+  w.key("message"); w.str(f.message); w.raw(",");
+  w.key("hint"); w.str(f.hint); w.raw(",");
+  w.key("call"); w.str(f.call); w.raw(",");
+  w.key("rank"); w.num(rank); w.raw(",");
+  w.key("count"); w.num(static_cast<long long>(f.count.load(std::memory_order_relaxed)));
+  if (f.has_keyval) { w.raw(","); w.key("keyval"); w.num(f.keyval); }
+  if (f.has_object) {
+    w.raw(","); w.key("object"); w.raw("{");
+    w.key("kind"); w.str(to_string(f.kind)); w.raw(",");
+    w.key("handle"); w.hex(f.object);
+    if (f.object_name[0]) { w.raw(","); w.key("name"); w.str(f.object_name); }
+    w.raw("}");
+  }
+  if (f.stack.depth) { w.raw(","); w.key("stack"); w.num(stack_id(f.stack)); }
+  if (f.provenance_count) {
+    w.raw(","); w.key("provenance"); w.raw("[");
+    for (int k = 0; k < f.provenance_count; ++k) {
+      if (k) w.raw(",");
+      w.raw("{"); w.key("what"); w.str(f.provenance[k].what);
+      if (f.provenance[k].stack.depth) { w.raw(","); w.key("stack"); w.num(stack_id(f.provenance[k].stack)); }
+      w.raw("}");
+    }
+    w.raw("]");
+  }
+  w.raw(","); w.key("site"); w.raw("{");
+  w.key("address"); w.hex(reinterpret_cast<std::uintptr_t>(f.site)); w.raw(",");
+  w.key("offset"); w.hex(f.offset); w.raw(",");
+  w.key("symbol"); w.str(f.symbol); w.raw(",");
+  w.key("module"); w.str(f.module);
+  w.raw("}}");
+}
+
+// A stack of the depot: {"id": N, "frames": [...]}.
+void render_stack(FdWriter& w, const FindingStore& store, int id, const StackRec& s) noexcept {
+  w.raw("{"); w.key("id"); w.num(id); w.raw(","); w.key("frames"); w.raw("[");
+  for (int i = 0; i < s.depth; ++i) {
+    if (i) w.raw(",");
+    w.raw("{"); w.key("address"); w.hex(reinterpret_cast<std::uintptr_t>(s.frames[i].address)); w.raw(",");
+    w.key("module"); w.str(store.module(s.frames[i].module)); w.raw(",");
+    w.key("offset"); w.hex(s.frames[i].offset); w.raw("}");
+  }
+  w.raw("]}");
+}
 }  // namespace
 
 bool render_json(int fd, const RunInfo& run, const FindingStore& store) noexcept {
@@ -413,43 +465,10 @@ bool render_json(int fd, const RunInfo& run, const FindingStore& store) noexcept
   for (std::size_t i = 0; i < store.size(); ++i) {
     const Finding& f = store.at(i);
     if (!f.committed.load(std::memory_order_acquire)) continue;
-    const RuleInfo& info = rule_info(f.rule);
     w.raw(first ? "\n" : ",\n");
     first = false;
-    w.raw("{");
-    w.key("rule"); w.str(info.id); w.raw(",");
-    w.key("severity"); w.str(to_string(info.severity)); w.raw(",");
-    w.key("message"); w.str(f.message); w.raw(",");
-    w.key("hint"); w.str(f.hint); w.raw(",");
-    w.key("call"); w.str(f.call); w.raw(",");
-    w.key("rank"); w.num(run.rank); w.raw(",");
-    w.key("count"); w.num(static_cast<long long>(f.count.load(std::memory_order_relaxed)));
-    if (f.has_keyval) { w.raw(","); w.key("keyval"); w.num(f.keyval); }
-    if (f.has_object) {
-      w.raw(","); w.key("object"); w.raw("{");
-      w.key("kind"); w.str(to_string(f.kind)); w.raw(",");
-      w.key("handle"); w.hex(f.object);
-      if (f.object_name[0]) { w.raw(","); w.key("name"); w.str(f.object_name); }
-      w.raw("}");
-    }
     const StackWalk walk{store};
-    if (f.stack.depth) { w.raw(","); w.key("stack"); w.num(walk.id_of(f.stack)); }
-    if (f.provenance_count) {
-      w.raw(","); w.key("provenance"); w.raw("[");
-      for (int k = 0; k < f.provenance_count; ++k) {
-        if (k) w.raw(",");
-        w.raw("{"); w.key("what"); w.str(f.provenance[k].what);
-        if (f.provenance[k].stack.depth) { w.raw(","); w.key("stack"); w.num(walk.id_of(f.provenance[k].stack)); }
-        w.raw("}");
-      }
-      w.raw("]");
-    }
-    w.raw(","); w.key("site"); w.raw("{");
-    w.key("address"); w.hex(reinterpret_cast<std::uintptr_t>(f.site)); w.raw(",");
-    w.key("offset"); w.hex(f.offset); w.raw(",");
-    w.key("symbol"); w.str(f.symbol); w.raw(",");
-    w.key("module"); w.str(f.module);
-    w.raw("}}");
+    render_finding(w, run.rank, f, [&](const StackRec& st) { return walk.id_of(st); });
   }
   w.raw(first ? "],\n" : "\n],\n");
   // The stack depot: every distinct stack once, referenced by id from the findings.
@@ -460,14 +479,7 @@ bool render_json(int fd, const RunInfo& run, const FindingStore& store) noexcept
     if (walk.id_of(s) != position) return;  // written at its first occurrence
     w.raw(first_stack ? "\n" : ",\n");
     first_stack = false;
-    w.raw("{"); w.key("id"); w.num(position); w.raw(","); w.key("frames"); w.raw("[");
-    for (int i = 0; i < s.depth; ++i) {
-      if (i) w.raw(",");
-      w.raw("{"); w.key("address"); w.hex(reinterpret_cast<std::uintptr_t>(s.frames[i].address)); w.raw(",");
-      w.key("module"); w.str(store.module(s.frames[i].module)); w.raw(",");
-      w.key("offset"); w.hex(s.frames[i].offset); w.raw("}");
-    }
-    w.raw("]}");
+    render_stack(w, store, position, s);
   });
   w.raw(first_stack ? "]}\n" : "\n]}\n");
   w.flush();
@@ -550,6 +562,79 @@ bool ReportFile::write(const RunInfo& run, const FindingStore& store) noexcept {
     return false;
   }
   return ::rename(tmp_, path_) == 0;  // rename replaces a symlink itself, never follows it
+}
+
+// ---- the journal -------------------------------------------------------------------------------
+
+bool Journal::start(const char* path, const RunInfo& run, FindingStore& store) noexcept {
+  finish(store);
+  std::snprintf(path_, sizeof path_, "%s", path);
+  ::unlink(path_);  // O_EXCL after unlink: never append through a symlink planted there
+  const int fd = ::open(path_, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    path_[0] = '\0';
+    return false;
+  }
+  {
+    FdWriter w(fd);
+    w.raw("{");
+    w.key("schema"); w.str(kJournalSchema); w.raw(",");
+    w.key("version"); w.str(kReportVersion); w.raw(",");
+    w.key("tool"); w.raw("{"); w.key("name"); w.str("attrcheck"); w.raw(","); w.key("version"); w.str(kToolVersion); w.raw("},");
+    w.key("run"); w.raw("{");
+    w.key("rank"); w.num(run.rank); w.raw(",");
+    w.key("size"); w.num(run.size); w.raw(",");
+    w.key("pid"); w.num(run.pid); w.raw(",");
+    w.key("mode"); w.str(run.mode); w.raw(",");
+    w.key("on_error"); w.str(run.on_error); w.raw(",");
+    w.key("thread_level"); w.str(run.thread_level); w.raw(",");
+    w.key("mpi_library"); w.str(run.mpi_library);
+    w.raw("}}\n");
+  }
+  fd_.store(fd, std::memory_order_release);
+  // Findings recorded before it started, then every new one as the store records it. (One that
+  // is recorded between the two is appended twice: the merge keeps one line per seq.)
+  store.set_journal(this);
+  for (std::size_t i = 0; i < store.size(); ++i) append(store, i);
+  return true;
+}
+
+void Journal::append(const FindingStore& store, std::size_t index) noexcept {
+  const int fd = fd_.load(std::memory_order_acquire);
+  if (fd < 0 || index >= store.size()) return;
+  const Finding& f = store.at(index);
+  if (!f.committed.load(std::memory_order_acquire)) return;
+  // Its stacks inline, numbered within the line: 1 its own, then its provenance's.
+  FdWriter w(fd);
+  w.raw("{"); w.key("seq"); w.num(static_cast<long long>(index)); w.raw(",");
+  w.key("finding");
+  render_finding(w, -1, f, [&](const StackRec& s) {
+    if (&s == &f.stack) return 1;
+    for (int k = 0; k < f.provenance_count; ++k)
+      if (&s == &f.provenance[k].stack) return 2 + k;
+    return 0;
+  });
+  w.raw(","); w.key("stacks"); w.raw("[");
+  bool first = true;
+  if (f.stack.depth) {
+    render_stack(w, store, 1, f.stack);
+    first = false;
+  }
+  for (int k = 0; k < f.provenance_count; ++k) {
+    if (!f.provenance[k].stack.depth) continue;
+    if (!first) w.raw(",");
+    first = false;
+    render_stack(w, store, 2 + k, f.provenance[k].stack);
+  }
+  w.raw("]}\n");
+}
+
+void Journal::finish(FindingStore& store) noexcept {
+  store.set_journal(nullptr);
+  const int fd = fd_.exchange(-1, std::memory_order_acq_rel);
+  if (fd >= 0) ::close(fd);
+  if (path_[0]) ::unlink(path_);
+  path_[0] = '\0';
 }
 
 }  // namespace attrcheck

@@ -107,6 +107,8 @@ struct RunInfo {
   std::atomic<int> signal{0};
 };
 
+class Journal;
+
 class FindingStore {
  public:
   static constexpr std::size_t kCapacity = 1024;
@@ -128,9 +130,12 @@ class FindingStore {
   // Whether any finding is at or above `threshold` (0 error, 1 warning, 2 info; -1 never).
   bool any_at_or_above(int threshold) const noexcept;
   std::uint64_t version() const noexcept { return version_.load(std::memory_order_acquire); }
+  // Where each new finding is also appended as it is recorded (nullptr: nowhere).
+  void set_journal(Journal* journal) noexcept { journal_.store(journal, std::memory_order_release); }
 
  private:
   void record_impl(const FindingInput& in, bool signal_safe) noexcept;
+  std::atomic<Journal*> journal_{nullptr};
 
   Finding entries_[kCapacity];
   std::atomic<std::size_t> used_{0};
@@ -172,6 +177,31 @@ class ReportFile {
  private:
   char path_[1024] = {};
   char tmp_[1100] = {};
+};
+
+// The rank's findings as they are found, for a process that is killed without warning (SIGKILL
+// from Hydra after another rank's MPI_Abort, the OOM killer, a batch system): one JSON line per
+// new finding, appended with write(2) (no allocation, async-signal-safe), after a header line with
+// the run. Each line carries the finding's index in the store ("seq"): a rank report written
+// later holds findings 0..n-1, so the merge (reports/attrcheck_report.py) adds the journal's
+// findings from n on, or rebuilds the rank from the journal alone when no report was written.
+// Once a final report holds everything, the journal is removed.
+inline constexpr char kJournalSchema[] = "attrcheck.rank-journal";
+class Journal {
+ public:
+  // Starts the journal at `path` (replacing one there, never following a symlink), with the
+  // run's header and every finding recorded so far; attaches it to `store`. A journal already
+  // open elsewhere is closed and removed first. False on failure (the run goes on without one).
+  bool start(const char* path, const RunInfo& run, FindingStore& store) noexcept;
+  // Appends finding `index` of `store`. Called by the store, under its writer flag.
+  void append(const FindingStore& store, std::size_t index) noexcept;
+  // A report holds every finding: detaches from `store`, closes and removes the journal.
+  void finish(FindingStore& store) noexcept;
+  bool active() const noexcept { return fd_.load(std::memory_order_acquire) >= 0; }
+
+ private:
+  std::atomic<int> fd_{-1};
+  char path_[1024] = {};
 };
 
 // Fills `message` from a rule template. Exposed for tests.

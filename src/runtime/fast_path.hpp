@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "runtime/hooks.hpp"
+#include "runtime/mpi_profile.hpp"
 #include "runtime/query_cache.hpp"
 
 namespace attrcheck::rt {
@@ -47,6 +48,25 @@ struct CbFrame {
 };
 extern CbFrame kUnchecked;
 extern __thread CbFrame* t_cb_top;
+
+// A library whose Fortran bindings enter through the C ones (MPICH: mpi_comm_dup_ calls
+// MPI_Comm_dup) would show the C wrappers a Fortran call a second time. While a Fortran wrapper
+// forwards to the library, kInFortran is the top frame: the C wrappers' one inline test
+// (t_cb_top) sends them to the full hook, whose enter() passes a C call made under it straight
+// to the library. A callback the library runs meanwhile pushes its own frame over it, so the
+// calls it makes are checked as usual.
+extern CbFrame kInFortran;
+template <typename Fn, typename... A>
+inline void forward_fortran(Fn fn, A... a) {
+  if constexpr (kProfile.fortran_enters_through_c) {
+    CbFrame* const outer = t_cb_top;
+    t_cb_top = &kInFortran;
+    fn(a...);
+    t_cb_top = outer;
+  } else {
+    fn(a...);
+  }
+}
 
 // The stamp query cache entries are checked against: it moves whenever a keyval or object comes
 // or goes, and when the runtime remaps a library keyval or MPI opens or closes

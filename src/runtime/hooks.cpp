@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/hook_common.hpp"
+#include "runtime/mpi_profile.hpp"
 
 namespace attrcheck::rt {
 
@@ -25,6 +26,10 @@ __thread QueryCache t_queries;
 
 // Everything an intercepted call checks first. False: refuse with *rc.
 bool enter_slow(const Call& call, int* rc) {
+  if (t_cb_top == &kInFortran && call.api->binding == Binding::C) {
+    *rc = kPassThrough;  // the library's Fortran binding calling C: the Fortran wrapper handles it
+    return false;
+  }
   Runtime& r = state();
   switch (phase()) {
     case Phase::BeforeInit:
@@ -198,67 +203,15 @@ void result_divergence(const Call& call, int library_rc, Result model, int user_
     a.num(library_rc);
     a.put(" where the standard's model succeeds");
   }
-  divergence(call, d, true, user_key);
+  const bool callback = model.status == Status::CallbackFailed || model.status == Status::CallbackThrew;
+  divergence(call, d, true, user_key,
+             library_rc == MPI_SUCCESS && callback ? DivergenceSite::ResultDiffers : DivergenceSite::Unclassified);
 }
 
-namespace {
-
-// The predefined callbacks, by address: Open MPI makes each a distinct function, in C and in
-// Fortran (mpi_comm_dup_fn_ ...), so deprecated ones can be told apart.
-struct PredefinedFn {
-  const void* fn;          // the C function
-  const char* fortran;     // the Fortran one's symbol
-  bool copy;
-  int action;              // CopyAction / DeleteAction
-  const char* name;
-  const char* deprecated;  // MPI-1 names: the kind-specific replacement is looked up below
-};
-
-const PredefinedFn* find_predefined_fn(const void* fn, ObjectKind kind, Binding lang) {
-  static const char* const null_copy[] = {"MPI_COMM_NULL_COPY_FN", "MPI_TYPE_NULL_COPY_FN", "MPI_WIN_NULL_COPY_FN"};
-  static const char* const dup[] = {"MPI_COMM_DUP_FN", "MPI_TYPE_DUP_FN", "MPI_WIN_DUP_FN"};
-  static const char* const null_delete[] = {"MPI_COMM_NULL_DELETE_FN", "MPI_TYPE_NULL_DELETE_FN", "MPI_WIN_NULL_DELETE_FN"};
-  constexpr int kNullCopy = int(CopyAction::NullCopy), kDup = int(CopyAction::Dup);
-  constexpr int kNullDelete = int(DeleteAction::NullDelete);
-  static const PredefinedFn table[] = {
-      {reinterpret_cast<const void*>(MPI_COMM_NULL_COPY_FN), "mpi_comm_null_copy_fn_", true, kNullCopy, "MPI_COMM_NULL_COPY_FN", nullptr},
-      {reinterpret_cast<const void*>(MPI_COMM_DUP_FN), "mpi_comm_dup_fn_", true, kDup, "MPI_COMM_DUP_FN", nullptr},
-      {reinterpret_cast<const void*>(MPI_TYPE_NULL_COPY_FN), "mpi_type_null_copy_fn_", true, kNullCopy, "MPI_TYPE_NULL_COPY_FN", nullptr},
-      {reinterpret_cast<const void*>(MPI_TYPE_DUP_FN), "mpi_type_dup_fn_", true, kDup, "MPI_TYPE_DUP_FN", nullptr},
-      {reinterpret_cast<const void*>(MPI_WIN_NULL_COPY_FN), "mpi_win_null_copy_fn_", true, kNullCopy, "MPI_WIN_NULL_COPY_FN", nullptr},
-      {reinterpret_cast<const void*>(MPI_WIN_DUP_FN), "mpi_win_dup_fn_", true, kDup, "MPI_WIN_DUP_FN", nullptr},
-      {reinterpret_cast<const void*>(MPI_NULL_COPY_FN), "mpi_null_copy_fn_", true, kNullCopy, "MPI_NULL_COPY_FN", "copy"},
-      {reinterpret_cast<const void*>(MPI_DUP_FN), "mpi_dup_fn_", true, kDup, "MPI_DUP_FN", "dup"},
-      {reinterpret_cast<const void*>(MPI_COMM_NULL_DELETE_FN), "mpi_comm_null_delete_fn_", false, kNullDelete, "MPI_COMM_NULL_DELETE_FN", nullptr},
-      {reinterpret_cast<const void*>(MPI_TYPE_NULL_DELETE_FN), "mpi_type_null_delete_fn_", false, kNullDelete, "MPI_TYPE_NULL_DELETE_FN", nullptr},
-      {reinterpret_cast<const void*>(MPI_WIN_NULL_DELETE_FN), "mpi_win_null_delete_fn_", false, kNullDelete, "MPI_WIN_NULL_DELETE_FN", nullptr},
-      {reinterpret_cast<const void*>(MPI_NULL_DELETE_FN), "mpi_null_delete_fn_", false, kNullDelete, "MPI_NULL_DELETE_FN", "delete"},
-  };
-  static const std::vector<const void*> fortran = [] {
-    std::vector<const void*> addresses;
-    for (const PredefinedFn& p : table) addresses.push_back(fortran_pmpi(p.fortran));
-    return addresses;
-  }();
-  static thread_local PredefinedFn hit;
-  if (!fn) return nullptr;
-  const int k = static_cast<int>(kind);
-  for (std::size_t i = 0; i < sizeof table / sizeof table[0]; ++i) {
-    const PredefinedFn& p = table[i];
-    if ((lang == Binding::C ? p.fn : fortran[i]) != fn) continue;
-    hit = p;
-    if (p.deprecated)  // the replacement for this object kind
-      hit.deprecated = p.copy ? (p.action == kDup ? dup[k] : null_copy[k]) : null_delete[k];
-    return &hit;
-  }
-  return nullptr;
-}
-
-}  // namespace
-
-int on_null_arg(const Call& call, const char* param) {
+int on_null_arg(const Call& call, const char* param, const FnRef<int()>& forward) {
   CallScope scope(call);
   int rc;
-  if (!enter(call, &rc)) return rc;
+  if (!enter(call, &rc)) return rc == kPassThrough ? forward() : rc;
   FindingInput in = finding(Rule::ArgNull, call);
   in.detail = param;
   report(in);
@@ -271,11 +224,11 @@ int on_create_keyval(const Call& call, void* copy_fn, void* delete_fn, int* keyv
                      const FnRef<int(void*, void*, std::uint64_t)>& forward) {
   CallScope scope(call);
   int rc;
-  if (!enter(call, &rc)) return rc;
+  if (!enter(call, &rc)) return rc == kPassThrough ? forward(copy_fn, delete_fn, extra_state) : rc;
   Runtime& r = state();
   const ObjectKind kind = call.api->kind;
   for (const auto& [fn, param] : {std::pair<void*, const char*>{copy_fn, "copy_fn"}, {delete_fn, "delete_fn"}}) {
-    if (fn) continue;
+    if (fn || null_callback_is_predefined(call.api->binding)) continue;  // MPICH: NULL is MPI_*_NULL_*_FN
     FindingInput in = finding(Rule::ArgNull, call);
     in.detail = param;
     report(in);
@@ -288,11 +241,11 @@ int on_create_keyval(const Call& call, void* copy_fn, void* delete_fn, int* keyv
   spec.mpi1 = call.api->replacement != nullptr;
   spec.copy = {CopyAction::User, copy_fn, false};
   spec.del = {DeleteAction::User, delete_fn, false};
-  for (void* fn : {copy_fn, delete_fn}) {
-    const PredefinedFn* p = find_predefined_fn(fn, kind, call.api->binding);
+  for (const bool copy : {true, false}) {
+    const PredefinedFn* p = find_predefined_fn(copy ? copy_fn : delete_fn, copy, kind, call.api->binding);
     if (!p) continue;
-    if (p->copy && fn == copy_fn) spec.copy = {static_cast<CopyAction>(p->action), nullptr, p->deprecated != nullptr};
-    if (!p->copy && fn == delete_fn) spec.del = {static_cast<DeleteAction>(p->action), nullptr, p->deprecated != nullptr};
+    if (copy) spec.copy = {static_cast<CopyAction>(p->action), nullptr, p->deprecated != nullptr};
+    else spec.del = {static_cast<DeleteAction>(p->action), nullptr, p->deprecated != nullptr};
     if (p->deprecated) {
       FindingInput in = finding(Rule::DeprecatedConstant, call);
       in.detail = p->name;
@@ -347,7 +300,7 @@ int on_create_keyval(const Call& call, void* copy_fn, void* delete_fn, int* keyv
 int on_free_keyval(const Call& call, int* keyval, const FnRef<int()>& forward) {
   CallScope scope(call);
   int rc;
-  if (!enter(call, &rc)) return rc;
+  if (!enter(call, &rc)) return rc == kPassThrough ? forward() : rc;
   Runtime& r = state();
   const ObjectKind kind = call.api->kind;
   const int user_key = *keyval;
@@ -384,7 +337,7 @@ int mirror_set_replayed(const Call& call, Handle h, int key, int engine_key, std
 int on_set_attr(const Call& call, Handle h, int key, std::uint64_t word, const FnRef<int()>& forward) {
   CallScope scope(call);
   int rc;
-  if (!enter(call, &rc)) return rc;
+  if (!enter(call, &rc)) return rc == kPassThrough ? forward() : rc;
   Runtime& r = state();
   const ObjectKind kind = call.api->kind;
   if (in_callback_for(kind, h)) return reentrant(call, kind, h);
@@ -488,7 +441,7 @@ int compare_with_model(const Call& call, int key, int rc, const void* value_out,
 int on_get_attr(const Call& call, Handle h, int key, void* value_out, int* flag, const FnRef<int()>& forward) {
   // No CallScope: a get runs no callback that would need to name it.
   int rc;
-  if (!enter(call, &rc)) return rc;
+  if (!enter(call, &rc)) return rc == kPassThrough ? forward() : rc;
   Runtime& r = state();
   const ObjectKind kind = call.api->kind;
   if (unchecked(kind, &h, &key)) return forward();
@@ -522,7 +475,7 @@ int on_get_attr(const Call& call, Handle h, int key, void* value_out, int* flag,
 int on_delete_attr(const Call& call, Handle h, int key, const FnRef<int()>& forward) {
   CallScope scope(call);
   int rc;
-  if (!enter(call, &rc)) return rc;
+  if (!enter(call, &rc)) return rc == kPassThrough ? forward() : rc;
   Runtime& r = state();
   const ObjectKind kind = call.api->kind;
   if (in_callback_for(kind, h)) return reentrant(call, kind, h);

@@ -71,7 +71,7 @@ inline Handle handle(T h) noexcept {
 // Fortran programs load: the Fortran wrappers look them up instead of linking. nullptr if absent.
 void* fortran_pmpi(const char* name) noexcept;
 
-int on_null_arg(const Call& call, const char* param);
+int on_null_arg(const Call& call, const char* param, const FnRef<int()>& forward);
 // extra_state: the pointer (C) or the integer (Fortran); forward gets the same representation.
 int on_create_keyval(const Call& call, void* copy_fn, void* delete_fn, int* keyval, std::uint64_t extra_state,
                      const FnRef<int(void* copy_fn, void* delete_fn, std::uint64_t extra_state)>& forward);

@@ -127,7 +127,8 @@ int on_construct(const Call& call, const FnRef<int(Handle*)>& forward) {
       r.engine->set_attr(kind, fresh, k.id, Binding::C, value);
       for (Observation& o : replay.replay().seen)
         if (o.copy && o.engine_id == k.id) o.used = true;
-      divergence(call, "copied an attribute onto the new object, which this call must not do", true, rec->user_id);
+      divergence(call, "copied an attribute onto the new object, which this call must not do", true, rec->user_id,
+                 DivergenceSite::CopiesAttributes);
     }
   }
   replay.finish();  // copy callbacks it ran for objects it did not return are reported here
@@ -198,6 +199,7 @@ int on_free(const Call& call, Handle h, const FnRef<int()>& forward) {
   // from (e.g. the handle Open MPI leaves behind after a failed MPI_Type_dup).
   if (adopted && refused_unknown(call, kind, h, rc, replay)) return rc;
   res = e.free_object(kind, h);
+  if (rc == MPI_SUCCESS && !res.ok()) replay.replay().lenient = true;  // the library went on (reported below)
   replay.finish();
   if (rc == MPI_SUCCESS) {
     note_freed(kind, h);
@@ -209,6 +211,8 @@ int on_free(const Call& call, Handle h, const FnRef<int()>& forward) {
   } else if (res.ok()) {
     result_divergence(call, rc, res, 0);
     adopt(kind, h);
+  } else {
+    follow_failed_free(call, kind, h);
   }
   return rc;
 }

@@ -88,6 +88,7 @@ const char* on_error_name(OnError o) {
 // ---- per-thread callback context ------------------------------------------------------------
 }  // namespace
 CbFrame kUnchecked{nullptr, 0, nullptr, nullptr, 0, ObjectKind::Comm, false, false};
+CbFrame kInFortran{nullptr, ~Handle{0}, nullptr, nullptr, 0, ObjectKind::Comm, false, false};
 __thread CbFrame* t_cb_top = &kUnchecked;
 __thread const Call* t_call = nullptr;
 __thread Replay* t_replay = nullptr;
@@ -359,7 +360,7 @@ int replay_copy(Replay& r, const CopyCall& c, std::uint64_t* out, int* flag) {
   }
   if (!r.lenient)
     divergence(*r.call, "did not run a copy callback the standard requires", true,
-               record_for(c.keyval) ? record_for(c.keyval)->user_id : c.keyval);
+               record_for(c.keyval) ? record_for(c.keyval)->user_id : c.keyval, DivergenceSite::MissingCallback);
   *flag = 0;
   return MPI_SUCCESS;
 }
@@ -373,7 +374,7 @@ int replay_delete(Replay& r, const DeleteCall& c) {
       if (o.used || o.copy || o.object != c.object) continue;
       if (o.engine_id != c.keyval)
         divergence(*r.call, "ran MPI_COMM_SELF's delete callbacks out of the order they were set (newest first)",
-                   true, user_key);
+                   true, user_key, DivergenceSite::SelfDeleteOrder);
       break;
     }
   }
@@ -386,7 +387,9 @@ int replay_delete(Replay& r, const DeleteCall& c) {
   }
   const bool optional = r.lenient || c.cause == CallbackCause::DupRollback ||
                         (c.cause == CallbackCause::Finalize && c.object != state().self);
-  if (!optional) divergence(*r.call, "did not run a delete callback the standard requires", true, user_key);
+  if (!optional)
+    divergence(*r.call, "did not run a delete callback the standard requires", true, user_key,
+               DivergenceSite::MissingCallback);
   return MPI_SUCCESS;
 }
 
@@ -421,7 +424,7 @@ struct sigaction g_previous[sizeof kFatalSignals / sizeof kFatalSignals[0]];
 void on_fatal_signal(int sig, siginfo_t* info, void* context) {
   Runtime& r = state();
   const bool fault = sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGABRT;
-  if (const CbFrame* cb = t_cb_top; fault && cb && cb != &kUnchecked) {  // the innermost callback crashed
+  if (const CbFrame* cb = t_cb_top; fault && cb && cb != &kUnchecked && cb != &kInFortran) {  // a callback crashed
     char detail[320];
     Appender a{detail, sizeof detail};
     a.put(cb->copy ? "copy callback " : "delete callback ");
@@ -562,7 +565,7 @@ void* trampoline_delete(ObjectKind kind) noexcept {
 
 bool in_callback_for_slow(ObjectKind kind, Handle h) noexcept {
   for (const CbFrame* f = t_cb_top; f && f != &kUnchecked; f = f->outer)
-    if (f->kind == kind && f->object == h) return true;
+    if (f != &kInFortran && f->kind == kind && f->object == h) return true;
   return false;
 }
 
@@ -587,7 +590,7 @@ void ReplayScope::finish() {
     a.put(object_name(o.kind, o.object) ? object_name(o.kind, o.object) : to_string(o.kind));
     a.put(" that the standard does not call here");
     const KeyRecord* rec = record_for(o.engine_id);
-    divergence(*replay_.call, d, true, rec ? rec->user_id : o.engine_id);
+    divergence(*replay_.call, d, true, rec ? rec->user_id : o.engine_id, DivergenceSite::ExtraCallback);
   }
 }
 
@@ -692,8 +695,19 @@ FindingInput finding(Rule rule, const Call& call) {
   return in;
 }
 
-void divergence(const Call& call, const char* detail, bool has_keyval, int keyval) {
+void divergence(const Call& call, const char* detail, bool has_keyval, int keyval, DivergenceSite site) {
   FindingInput in = finding(Rule::ImplDivergence, call);
+  char named[400];
+  if (const KnownDivergence* known = known_divergence(site, in.call)) {
+    Appender a{named, sizeof named};
+    a.put(detail);
+    a.put(" (a known ");
+    a.put(kProfile.name);
+    a.put(" divergence [");
+    a.put(known->id);
+    a.put("])");
+    detail = named;
+  }
   in.detail = detail;
   in.has_keyval = has_keyval;
   in.keyval = keyval;
@@ -840,7 +854,22 @@ void write_report() noexcept {
     if (!prepare_report(r, name)) return;
   }
   const std::uint64_t version = r.findings.version();
-  if (r.report.write(r.run, r.findings)) r.written_version.store(version);
+  if (!r.report.write(r.run, r.findings)) return;
+  r.written_version.store(version);
+  // The final report holds every finding: the journal has served (a later finding rewrites the
+  // whole report, as after MPI_Finalize every finding does).
+  if (phase() == Phase::Finalized) r.journal.finish(r.findings);
+}
+
+void start_journal() noexcept {
+  Runtime& r = state();
+  char path[1100];
+  std::snprintf(path, sizeof path, "%s", r.report.path());
+  const std::size_t n = std::strlen(path);
+  if (n < 5 || std::strcmp(path + n - 5, ".json") != 0) return;
+  std::snprintf(path + n - 5, sizeof path - (n - 5), ".journal");  // rank-3.json -> rank-3.journal
+  if (!r.journal.start(path, r.run, r.findings))
+    std::fprintf(stderr, "attrcheck: cannot write %s: findings are saved at exit only\n", path);
 }
 
 void print_summary() noexcept {
@@ -867,6 +896,7 @@ void started(int provided) {
     if (char* nl = std::strchr(version, '\n')) *nl = '\0';
     if (char* comma = std::strchr(version, ',')) *comma = '\0';
     std::snprintf(r.run.mpi_library, sizeof r.run.mpi_library, "%.*s", static_cast<int>(sizeof r.run.mpi_library - 1), version);  // first line, clipped
+    check_library(version);
   }
   r.engine->create_object(ObjectKind::Comm, r.world, kObjectPredefined | kObjectWorld);
   r.engine->create_object(ObjectKind::Comm, r.self, kObjectPredefined | kObjectSelf);
@@ -879,6 +909,7 @@ void started(int provided) {
   char name[64];
   std::snprintf(name, sizeof name, "rank-%d.json", r.run.rank);
   if (prepare_report(r, name) && had_early) ::unlink(early);
+  start_journal();
   r.phase.store(static_cast<int>(Phase::Running), std::memory_order_release);
   r.engine->advance_layout();
   g_fast.open.store(true, std::memory_order_release);

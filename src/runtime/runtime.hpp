@@ -17,6 +17,7 @@
 #include "report/report.hpp"
 #include "runtime/fast_path.hpp"
 #include "runtime/hooks.hpp"
+#include "runtime/mpi_profile.hpp"
 
 namespace attrcheck::rt {
 
@@ -124,6 +125,7 @@ struct Runtime {
   FindingStore findings;
   RunInfo run;
   ReportFile report;
+  Journal journal;  // new findings, on disk as they are found (until the final report)
   std::atomic<std::uint64_t> written_version{~0ULL};
 
   // Keyval records, indexed by engine slot (every slot the engine can hand out).
@@ -322,13 +324,22 @@ void report_status(const Call& call, Status status, ObjectKind kind, Handle h, i
 int error_code(Result r, ObjectKind kind) noexcept;
 // Applies --on-error to a refused call and returns what the call returns.
 int fail(const Call& call, ObjectKind kind, Handle h, int code);
-void divergence(const Call& call, const char* detail, bool has_keyval = false, int keyval = 0);
+// `site`: where the cross-check saw it; a divergence the library's profile lists for that site and
+// call is named by its id (mpi_profile.def).
+void divergence(const Call& call, const char* detail, bool has_keyval = false, int keyval = 0,
+                DivergenceSite site = DivergenceSite::Unclassified);
+// Shadow mode, after a free the library and the model both failed: attributes the library
+// dropped all the same are dropped from the model (and reported).
+void follow_failed_free(const Call& call, ObjectKind kind, Handle h);
 const char* object_name(ObjectKind kind, Handle h) noexcept;
 const char* kind_noun(ObjectKind kind) noexcept;  // "communicator", "datatype", "window"
 
 // Lifecycle.
 void started(int provided);
 void write_report() noexcept;
+// Starts the rank's journal beside its report (rank-N.journal): findings are on disk as they are
+// found, for a rank killed without warning.
+void start_journal() noexcept;
 void print_summary() noexcept;
 
 inline Phase phase() noexcept { return static_cast<Phase>(state().phase.load(std::memory_order_acquire)); }

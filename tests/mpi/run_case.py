@@ -5,11 +5,24 @@ A case is a C, C++ or Fortran program whose first comment lines (// or !) say wh
   // attrcheck-test: np=2 modes=shadow,emulate
   // expect: keyval.double-free keyval.leak     rules that must be reported
   // clean                                       no error or warning besides the expected rules
-  // exit: 0 | nonzero | signal                  how the program must end (default 0)
+  // exit: 0 | nonzero | signal | without-finalize  how the program must end (default 0);
+                                               without-finalize: what the library's launcher
+                                               makes of a rank's exit() without MPI_Finalize
   // native: same-stdout                         stdout must equal a native run's
   // env: NAME=VALUE ...                         extra environment for the run under attrcheck
+  // native: error-classes                       a native run's "error-class SITUATION CLASS" lines
+                                               must be the library profile's ERROR_CLASS table
+  // status: STATUS                              every rank's status in the merged report
+  // expect-unless FLAG: RULE...                 expected unless the library profile's FLAG is true
+  // divergence: ID...                           known library divergences (src/runtime/mpi_profile.def)
+                                               the program runs into: where the built library's
+                                               profile lists one, impl.divergence naming it is
+                                               expected; elsewhere none may be reported
 
-usage: run_case.py --launcher BIN --exe PROGRAM --source CASE.c --mode MODE --workdir DIR
+The program runs under the MPI library's own launcher (mpiexec.mpich for an MPICH build), as the
+build recorded it (tests/mpi_config.py).
+
+usage: run_case.py --launcher BIN --build DIR --exe PROGRAM --source CASE.c --mode MODE --workdir DIR
 """
 import argparse
 import json
@@ -27,25 +40,24 @@ with open(os.path.join(HERE, "..", "..", "reports", "attrcheck-report.schema.jso
     SCHEMA = jsonschema.Draft202012Validator(json.load(_f))
 
 
-def schema_errors(path):
-    """Every report the suite produces must match the published schema."""
-    with open(path) as f:
-        data = json.load(f)
+def schema_errors(path, data=None):
+    """Every report the suite produces must match the published schema (a journal: the rank
+    report the merge rebuilds from it)."""
+    if data is None:
+        with open(path) as f:
+            data = json.load(f)
     return [f"{path}: {'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}"
             for e in SCHEMA.iter_errors(data)][:5]
 
-ENV = {
-    "OMPI_ALLOW_RUN_AS_ROOT": "1",
-    "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-    "OMPI_MCA_rmaps_base_oversubscribe": "1",
-    "OMPI_MCA_osc": "^ucx",  # the default one-sided component cannot create windows here
-}
+sys.path.insert(0, os.path.join(HERE, ".."))
+import mpi_config  # noqa: E402
+
 TIMEOUT = 120
 
 
 def header(source):
     spec = {"np": 2, "modes": ["shadow", "emulate"], "expect": [], "clean": False, "exit": "0", "native": None,
-            "env": {}}
+            "env": {}, "divergence": [], "expect_unless": [], "status": None}
     with open(source) as f:
         for line in f:
             line = line.strip()
@@ -68,6 +80,13 @@ def header(source):
                 spec["clean"] = True
             elif body.startswith("exit:"):
                 spec["exit"] = body.split(":", 1)[1].strip()
+            elif body.startswith("expect-unless "):
+                flag, _, rules = body[len("expect-unless "):].partition(":")
+                spec["expect_unless"].append((flag.strip(), rules.split()))
+            elif body.startswith("divergence:"):
+                spec["divergence"] = body.split(":", 1)[1].split()
+            elif body.startswith("status:"):
+                spec["status"] = body.split(":", 1)[1].strip()
             elif body.startswith("native:"):
                 spec["native"] = body.split(":", 1)[1].strip()
             elif body.startswith("env:"):
@@ -89,15 +108,36 @@ def exit_ok(expected, status):
 
 def main():
     ap = argparse.ArgumentParser()
-    for a in ("--launcher", "--exe", "--source", "--mode", "--workdir"):
+    for a in ("--launcher", "--build", "--exe", "--source", "--mode", "--workdir"):
         ap.add_argument(a, required=True)
     a = ap.parse_args()
     spec = header(a.source)
-    env = dict(os.environ, **ENV)
+    cfg = mpi_config.load(a.build)
+    profiles = mpi_config.profiles()
+    for d in spec["divergence"]:
+        if not any(d in p["divergences"] for p in profiles.values()):
+            print(f"FAIL: {os.path.basename(a.source)} names divergence {d}, which no profile defines", file=sys.stderr)
+            return 1
+    # The known divergences this program runs into on the built library.
+    diverges = [d for d in spec["divergence"] if d in cfg.divergences]
+    named = diverges and a.mode == "shadow" and "impl.divergence" not in spec["expect"]
+    if named:  # (emulate mode serves the calls itself: the library's behaviour is not compared)
+        spec["expect"] = spec["expect"] + ["impl.divergence"]
+    for flag, rules in spec["expect_unless"]:
+        if flag not in cfg.profile:
+            print(f"FAIL: expect-unless names {flag}, which is no profile flag", file=sys.stderr)
+            return 1
+        if cfg.profile[flag]:
+            print(f"not expected on {cfg.profile['name']} ({flag}): {' '.join(rules)}")
+        else:
+            spec["expect"] = spec["expect"] + rules
+    if spec["exit"] == "without-finalize":
+        spec["exit"] = cfg.profile["exit_without_finalize"]
+    env = cfg.env()
     shutil.rmtree(a.workdir, ignore_errors=True)
     os.makedirs(a.workdir)
     out = os.path.join(a.workdir, "out")
-    mpirun = ["mpirun", "-np", str(spec["np"]), a.exe]
+    mpirun = cfg.mpiexec(spec["np"], a.exe)
     cmd = [a.launcher, "--mode", a.mode, "--output", out, "--fail-on", "never", "--"] + mpirun
     proc = subprocess.run(cmd, env=dict(env, **spec["env"]), cwd=a.workdir, capture_output=True, text=True, timeout=TIMEOUT)
     failures = []
@@ -110,8 +150,7 @@ def main():
     # Every per-rank report must parse (a crashed rank too), and the merged one must exist.
     for path in reports.rank_files(out):
         try:
-            reports.load(path)
-            failures.extend(schema_errors(path))
+            failures.extend(schema_errors(path, reports.load(path)))
         except reports.ReportError as e:
             failures.append(str(e))
     try:
@@ -128,10 +167,27 @@ def main():
         for f in merged["findings"]:
             if f["severity"] in ("error", "warning") and f["rule"] not in spec["expect"]:
                 failures.append(f"unexpected {f['severity']} {f['rule']}: {f['message']}")
+    for f in merged["findings"]:
+        # A divergence the case is about must be reported as the known one, by its id.
+        if named and f["rule"] == "impl.divergence" and not any(f"[{d}]" in f["message"] for d in diverges):
+            failures.append(f"impl.divergence does not name a known divergence ({', '.join(diverges)}): {f['message']}")
+    statuses = [r.get("status") for r in merged.get("ranks", [])]
+    if spec["status"] and (len(statuses) != spec["np"] or any(s != spec["status"] for s in statuses)):
+        failures.append(f"rank statuses {statuses}, expected {spec['np']} x {spec['status']}")
     if spec["exit"] == "signal" and not any(r.get("status") == "signal" for r in merged.get("ranks", [])):
         failures.append("no rank report says it ended by a signal")
 
-    if spec["native"] == "same-stdout":
+    if spec["native"] == "same-stdout" and diverges and a.mode == "emulate":
+        # Emulate mode serves the standard's semantics, which this library departs from here.
+        print(f"skip native comparison: {cfg.profile['name']} diverges from the standard here "
+              f"({', '.join(diverges)}) and emulate mode follows the standard")
+    elif spec["native"] == "error-classes":
+        native = subprocess.run(mpirun, env=env, cwd=a.workdir, capture_output=True, text=True, timeout=TIMEOUT)
+        seen = dict(line.split()[1:3] for line in native.stdout.splitlines() if line.startswith("error-class "))
+        if seen != cfg.profile["error_classes"]:
+            failures.append(f"{cfg.profile.get('name', cfg.library)} returns {seen}, its profile says "
+                            f"{cfg.profile['error_classes']}")
+    elif spec["native"] == "same-stdout":
         native = subprocess.run(mpirun, env=env, cwd=a.workdir, capture_output=True, text=True, timeout=TIMEOUT)
         if native.returncode != 0:
             failures.append(f"native run failed with {native.returncode}: {native.stderr[-500:]}")

@@ -1,5 +1,6 @@
 // attrcheck-test: np=2 modes=shadow,emulate
 // expect: callback.error
+// divergence: comm-free-drops-attributes-on-failed-delete
 // clean
 // exit: 0
 /* callback.error: a delete callback returns MPI_ERR_OTHER during MPI_Comm_free, so the free must

@@ -1,5 +1,5 @@
 // attrcheck-test: np=2 modes=shadow
-// expect: impl.divergence
+// divergence: intercomm-create-runs-copy-callbacks
 // clean
 // exit: 0
 /* A correct program that Open MPI 4.1 runs differently from the standard: MPI_Intercomm_create

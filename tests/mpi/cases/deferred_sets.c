@@ -1,5 +1,6 @@
 // attrcheck-test: np=2 modes=shadow,emulate
 // clean
+// divergence: self-delete-order-ignores-reset
 // exit: 0
 // native: same-stdout
 /* Sets made in a row, as a library caching state on a communicator makes them: in shadow mode

@@ -1,11 +1,12 @@
 // attrcheck-test: np=2 modes=shadow,emulate
 // expect: keyval.double-free
 // clean
-// exit: nonzero
+// exit: without-finalize
 /* The report is written when the program exits without MPI_Finalize: an erroneous call (a keyval
  * freed twice), then exit(0) on every rank. Open MPI's mpirun treats a process that exits without
  * calling MPI_Finalize as an abnormal termination and itself exits with status 1, although each
- * process returned 0, hence "exit: nonzero". */
+ * process returned 0; MPICH's Hydra exits with 0: hence "exit: without-finalize" (the library
+ * profile's exit_without_finalize). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
