@@ -67,6 +67,35 @@ TEST(Findings, DifferentDetailOrSiteAreDifferentFindings) {
   EXPECT_EQ(store.size(), 3u);
 }
 
+// Two different objects at one site (a helper that frees whatever it is given) are two findings,
+// each with its own message; the same object again is counted. Handle values (hex) are not part
+// of the identity, so a loop failing on many anonymous handles stays one finding.
+TEST(Findings, DifferentMessagesAtOneSiteAreDifferentFindings) {
+  FindingStore store;
+  int site;
+  auto freeing = [&](const char* name, Handle h) {
+    FindingInput in = input(Rule::ObjectInvalid, &site, -1, "predefined and cannot be freed");
+    in.call = "MPI_Comm_free";
+    in.has_object = true;
+    in.object = h;
+    in.object_name = name;
+    return in;
+  };
+  store.record(freeing("MPI_COMM_WORLD", 1));
+  store.record(freeing("MPI_COMM_SELF", 2));
+  store.record(freeing("MPI_COMM_WORLD", 1));
+  ASSERT_EQ(store.size(), 2u);
+  EXPECT_STREQ(store.at(0).message, "MPI_Comm_free: MPI_COMM_WORLD is predefined and cannot be freed");
+  EXPECT_STREQ(store.at(1).message, "MPI_Comm_free: MPI_COMM_SELF is predefined and cannot be freed");
+  EXPECT_EQ(store.at(0).count.load(), 2u);
+  EXPECT_EQ(store.at(1).count.load(), 1u);
+
+  FindingStore anonymous;
+  for (Handle h = 0x1000; h < 0x1010; ++h) anonymous.record(freeing(nullptr, h));
+  ASSERT_EQ(anonymous.size(), 1u);
+  EXPECT_EQ(anonymous.at(0).count.load(), 16u);
+}
+
 TEST(Findings, MessageAndHintComeFromTheRuleTemplate) {
   FindingStore store;
   int site;

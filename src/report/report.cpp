@@ -240,24 +240,36 @@ void FindingStore::record(const FindingInput& in) noexcept { record_impl(in, fal
 void FindingStore::record_async_signal_safe(const FindingInput& in) noexcept { record_impl(in, true); }
 
 namespace {
-std::uint64_t hash_text(const char* s) noexcept {
+// A message's identity: its text with hexadecimal numbers (handles, addresses) left out, as the
+// merge of rank reports does, so one site failing on many anonymous handles stays one finding
+// while MPI_COMM_WORLD and MPI_COMM_SELF freed at one site are two.
+std::uint64_t hash_message(const char* s) noexcept {
   std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (; s && *s; ++s) h = (h ^ static_cast<unsigned char>(*s)) * 0x100000001b3ULL;
+  while (s && *s) {
+    if (s[0] == '0' && s[1] == 'x') {
+      for (s += 2; (*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f'); ++s) {}
+      h = (h ^ '#') * 0x100000001b3ULL;
+      continue;
+    }
+    h = (h ^ static_cast<unsigned char>(*s++)) * 0x100000001b3ULL;
+  }
   return h;
 }
 }  // namespace
 
 void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcept {
-  const std::uint64_t detail_hash = hash_text(in.detail);
-  // The same rule at the same site from the same call (for the same keyval) is one finding: count
-  // it. Entries are
-  // only ever appended and committed once filled, so this scan needs no lock.
+  char message[sizeof(Finding::message)];
+  expand_template(rule_info(in.rule).message, in, message, sizeof message);
+  const std::uint64_t message_hash = hash_message(message);
+  // The same rule at the same site from the same call with the same message (for the same
+  // keyval) is one finding: count it. Entries are only ever appended and committed once filled,
+  // so this scan needs no lock.
   const std::size_t n = size();
   for (std::size_t i = 0; i < n; ++i) {
     Finding& f = entries_[i];
     if (!f.committed.load(std::memory_order_acquire)) continue;
     // The keyval is part of the identity: two keyvals leaked at one MPI_Finalize are two findings.
-    if (f.rule == in.rule && f.site == in.site && f.detail_hash == detail_hash && f.has_keyval == in.has_keyval &&
+    if (f.rule == in.rule && f.site == in.site && f.message_hash == message_hash && f.has_keyval == in.has_keyval &&
         (!in.has_keyval || f.keyval == in.keyval) && std::strncmp(f.call, in.call ? in.call : "", sizeof f.call) == 0) {
       f.count.fetch_add(1, std::memory_order_relaxed);
       version_.fetch_add(1, std::memory_order_release);
@@ -282,7 +294,7 @@ void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcep
   const RuleInfo& info = rule_info(in.rule);
   f.rule = in.rule;
   f.site = in.site;
-  f.detail_hash = detail_hash;
+  f.message_hash = message_hash;
   f.has_keyval = in.has_keyval;
   f.keyval = in.keyval;
   f.has_object = in.has_object;
@@ -290,7 +302,7 @@ void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcep
   f.object = in.object;
   copy_str(f.call, sizeof f.call, in.call);
   copy_str(f.object_name, sizeof f.object_name, in.object_name);
-  expand_template(info.message, in, f.message, sizeof f.message);
+  copy_str(f.message, sizeof f.message, message);
   expand_template(info.hint, in, f.hint, sizeof f.hint);
   f.symbol[0] = f.module[0] = '\0';
   f.offset = 0;

@@ -3,8 +3,8 @@
 // Findings live in a fixed table of plain structs, so that the report can be rendered and
 // written from a fatal-signal handler: rendering allocates nothing and writes with write(2);
 // the file is written to a temporary name and renamed into place (no symlink followed).
-// The same rule at the same call site (from the same MPI call, for the same keyval) is one finding
-// with a count.
+// The same rule at the same call site (from the same MPI call, with the same message, for the same
+// keyval) is one finding with a count.
 #pragma once
 
 #include <atomic>
@@ -73,8 +73,9 @@ struct Finding {
   std::atomic<std::uint64_t> count{0};
   Rule rule = Rule::Count;
   const void* site = nullptr;
-  std::uint64_t detail_hash = 0;
-  std::uint64_t offset = 0;       // site - its module's base: the same in every rank despite ASLR  // part of the identity: two deprecated constants at one site differ
+  std::uint64_t message_hash = 0;  // part of the identity: freeing MPI_COMM_WORLD and MPI_COMM_SELF
+                                   // at one site are two findings (hex numbers left out)
+  std::uint64_t offset = 0;        // site - its module's base: the same in every rank despite ASLR
   bool has_keyval = false;
   int keyval = 0;
   bool has_object = false;

@@ -7,6 +7,7 @@ A case is a C, C++ or Fortran program whose first comment lines (// or !) say wh
   // clean                                       no error or warning besides the expected rules
   // exit: 0 | nonzero | signal                  how the program must end (default 0)
   // native: same-stdout                         stdout must equal a native run's
+  // expect-message: RULE TEXT                   some RULE finding's message contains TEXT (repeatable)
 
 usage: run_case.py --launcher BIN --exe PROGRAM --source CASE.c --mode MODE --workdir DIR
 """
@@ -43,7 +44,8 @@ TIMEOUT = 120
 
 
 def header(source):
-    spec = {"np": 2, "modes": ["shadow", "emulate"], "expect": [], "clean": False, "exit": "0", "native": None}
+    spec = {"np": 2, "modes": ["shadow", "emulate"], "expect": [], "clean": False, "exit": "0", "native": None,
+            "messages": []}
     with open(source) as f:
         for line in f:
             line = line.strip()
@@ -68,6 +70,9 @@ def header(source):
                 spec["exit"] = body.split(":", 1)[1].strip()
             elif body.startswith("native:"):
                 spec["native"] = body.split(":", 1)[1].strip()
+            elif body.startswith("expect-message:"):
+                rule, _, text = body.split(":", 1)[1].strip().partition(" ")
+                spec["messages"].append((rule, text.strip()))
     return spec
 
 
@@ -122,6 +127,10 @@ def main():
         for f in merged["findings"]:
             if f["severity"] in ("error", "warning") and f["rule"] not in spec["expect"]:
                 failures.append(f"unexpected {f['severity']} {f['rule']}: {f['message']}")
+    for rule, text in spec["messages"]:
+        if not any(f["rule"] == rule and text in f.get("message", "") for f in merged["findings"]):
+            failures.append(f"no {rule} finding says '{text}' (got: "
+                            f"{[f.get('message') for f in merged['findings'] if f['rule'] == rule]})")
     if spec["exit"] == "signal" and not any(r.get("status") == "signal" for r in merged.get("ranks", [])):
         failures.append("no rank report says it ended by a signal")
 
