@@ -16,7 +16,7 @@ import tempfile
 RANK_SCHEMA = "attrcheck.rank-report"
 MERGED_SCHEMA = "attrcheck.report"
 SUPPORTED_MAJOR = 1
-VERSION = "1.0"
+VERSION = "1.1"
 SEVERITIES = ("error", "warning", "info")
 
 
@@ -297,8 +297,9 @@ def _addr2line_target(frame):
     base = frame.get("address") if _is_fixed_address(module) else offset
     if not base:
         return None
-    # A return address: the call is the instruction before it.
-    return module, int(base, 16) - 1
+    # A callback's entry address is its function as is. A return address: the call is the
+    # instruction before it (at a function's entry, minus one would name the function before).
+    return module, int(base, 16) - (0 if frame.get("entry") else 1)
 
 
 def _addr2line(module, addresses):

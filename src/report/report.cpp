@@ -294,6 +294,7 @@ void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcep
   const RuleInfo& info = rule_info(in.rule);
   f.rule = in.rule;
   f.site = in.site;
+  f.site_is_entry = in.site_is_entry;
   f.message_hash = message_hash;
   f.has_keyval = in.has_keyval;
   f.keyval = in.keyval;
@@ -461,6 +462,9 @@ bool render_json(int fd, const RunInfo& run, const FindingStore& store) noexcept
     w.key("offset"); w.hex(f.offset); w.raw(",");
     w.key("symbol"); w.str(f.symbol); w.raw(",");
     w.key("module"); w.str(f.module);
+    // A callback's entry address names its function as is; a return address is symbolized at
+    // the call before it.
+    if (f.site_is_entry) { w.raw(","); w.key("entry"); w.raw("true"); }
     w.raw("}}");
   }
   w.raw(first ? "],\n" : "\n],\n");

@@ -17,7 +17,7 @@
 namespace attrcheck {
 
 inline constexpr char kReportSchema[] = "attrcheck.rank-report";
-inline constexpr char kReportVersion[] = "1.0";
+inline constexpr char kReportVersion[] = "1.1";
 inline constexpr char kToolVersion[] = "0.1.0";
 
 // Builds text into a fixed buffer, truncating; no allocation (usable in signal handlers).
@@ -55,6 +55,7 @@ struct FindingInput {
   Rule rule;
   const char* call = nullptr;         // the MPI function, e.g. "MPI_Comm_set_attr"
   const void* site = nullptr;         // return address into the application
+  bool site_is_entry = false;         // `site` is a function's entry (a callback), not a return address
   const char* site_symbol = nullptr;  // already known (signal path): skips symbolization
   bool has_keyval = false;
   int keyval = 0;
@@ -73,6 +74,7 @@ struct Finding {
   std::atomic<std::uint64_t> count{0};
   Rule rule = Rule::Count;
   const void* site = nullptr;
+  bool site_is_entry = false;
   std::uint64_t message_hash = 0;  // part of the identity: freeing MPI_COMM_WORLD and MPI_COMM_SELF
                                    // at one site are two findings (hex numbers left out)
   std::uint64_t offset = 0;        // site - its module's base: the same in every rank despite ASLR

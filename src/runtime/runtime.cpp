@@ -136,6 +136,7 @@ void report_callback(Rule rule, const char* what, int keyval, const char* tail, 
   in.rule = rule;
   in.call = current_call_name();
   in.site = fn;
+  in.site_is_entry = true;  // symbolized as is, not as a return address
   in.has_keyval = true;
   in.keyval = keyval;
   in.detail = detail;
@@ -424,6 +425,7 @@ void on_fatal_signal(int sig, siginfo_t* info, void* context) {
     in.rule = Rule::CallbackCrash;
     in.call = cb->call ? cb->call : "?";
     in.site = cb->fn;
+    in.site_is_entry = true;
     in.has_keyval = true;
     in.keyval = cb->keyval;
     in.detail = detail;

@@ -8,6 +8,7 @@ A case is a C, C++ or Fortran program whose first comment lines (// or !) say wh
   // exit: 0 | nonzero | signal                  how the program must end (default 0)
   // native: same-stdout                         stdout must equal a native run's
   // expect-message: RULE TEXT                   some RULE finding's message contains TEXT (repeatable)
+  // expect-where: RULE FUNCTION                 every RULE finding's site is symbolized to FUNCTION
 
 usage: run_case.py --launcher BIN --exe PROGRAM --source CASE.c --mode MODE --workdir DIR
 """
@@ -45,7 +46,7 @@ TIMEOUT = 120
 
 def header(source):
     spec = {"np": 2, "modes": ["shadow", "emulate"], "expect": [], "clean": False, "exit": "0", "native": None,
-            "messages": []}
+            "messages": [], "where": []}
     with open(source) as f:
         for line in f:
             line = line.strip()
@@ -73,6 +74,9 @@ def header(source):
             elif body.startswith("expect-message:"):
                 rule, _, text = body.split(":", 1)[1].strip().partition(" ")
                 spec["messages"].append((rule, text.strip()))
+            elif body.startswith("expect-where:"):
+                rule, function = body.split(":", 1)[1].split()
+                spec["where"].append((rule, function))
     return spec
 
 
@@ -131,6 +135,10 @@ def main():
         if not any(f["rule"] == rule and text in f.get("message", "") for f in merged["findings"]):
             failures.append(f"no {rule} finding says '{text}' (got: "
                             f"{[f.get('message') for f in merged['findings'] if f['rule'] == rule]})")
+    for rule, function in spec["where"]:
+        sites = [(f.get("site") or {}).get("function") for f in merged["findings"] if f["rule"] == rule]
+        if not sites or any(s != function for s in sites):
+            failures.append(f"{rule} should be at {function}, is at {sites}")
     if spec["exit"] == "signal" and not any(r.get("status") == "signal" for r in merged.get("ranks", [])):
         failures.append("no rank report says it ended by a signal")
 
