@@ -61,15 +61,26 @@ def clean(directory):
 
 
 def rank_files(directory):
-    """The per-rank report files of a run directory."""
-    files = glob.glob(os.path.join(directory, "rank-*.json")) + glob.glob(os.path.join(directory, "pid-*.json"))
+    """The per-rank report files of a run directory: rank-N.json (the job the user started),
+    job-ID-rank-N.json (jobs started by MPI_Comm_spawn), pid-N.json (before MPI_Init)."""
+    files = [p for pattern in ("rank-*.json", "job-*-rank-*.json", "pid-*.json")
+             for p in glob.glob(os.path.join(directory, pattern))]
 
     def order(p):
         name = os.path.basename(p)
-        num = name.split("-", 1)[1].rsplit(".", 1)[0]
-        return (name.startswith("pid-"), int(num) if num.isdigit() else 0)
+        kind = 0 if name.startswith("rank-") else 1 if name.startswith("job-") else 2
+        job, _, num = name.rsplit(".", 1)[0].rpartition("-")
+        return (kind, job if kind == 1 else "", int(num) if num.isdigit() else 0)
 
     return sorted(files, key=order)
+
+
+def job_of(run):
+    """The spawned job a rank report's process belongs to (None for the job the user started):
+    the process manager's job identity, else (none given) the process itself."""
+    if not run.get("spawned"):
+        return None
+    return run.get("job") or f"pid{run.get('pid')}"
 
 
 _HEX = re.compile(r"0x[0-9a-f]+")
@@ -126,28 +137,36 @@ class Merger:
         table = {s["id"]: s.get("frames", []) for s in data.get("stacks", [])}
         if data.get("schema") == MERGED_SCHEMA:
             self.ranks.extend(data.get("ranks", []))
-            findings, rank = data["findings"], None
+            findings, rank, job = data["findings"], None, None
         else:
             run = data.get("run", {})
-            rank = run.get("rank")
-            self.ranks.append({"rank": rank, "size": run.get("size"), "pid": run.get("pid"),
-                               "status": run.get("status"), "signal": run.get("signal", 0),
-                               "mode": run.get("mode"), "file": os.path.basename(path)})
+            rank, job = run.get("rank"), job_of(run)
+            entry = {"rank": rank, "size": run.get("size"), "pid": run.get("pid"),
+                     "status": run.get("status"), "signal": run.get("signal", 0),
+                     "mode": run.get("mode"), "file": os.path.basename(path)}
+            if "spawned" in run:
+                entry["job"], entry["spawned"] = run.get("job") or None, bool(run["spawned"])
+            self.ranks.append(entry)
             findings = data["findings"]
         for f in findings:
             key = _finding_key(f)
             entry = self.merged.get(key)
             if entry is None:
-                entry = _restack({k: v for k, v in f.items() if k not in ("rank", "ranks", "count")},
+                entry = _restack({k: v for k, v in f.items() if k not in ("rank", "ranks", "count", "spawned_ranks")},
                                  table, self.depot)
                 entry["count"] = 0
                 entry["ranks"] = set()
+                entry["spawned_ranks"] = {}
                 self.merged[key] = entry
             entry["count"] += int(f.get("count", 1))
-            if rank is not None or "ranks" not in f:
+            if job is not None:  # a rank of a spawned job: its world rank means nothing on its own
+                entry["spawned_ranks"].setdefault(job, set()).add(rank)
+            elif rank is not None or "ranks" not in f:
                 entry["ranks"].add(rank)
             else:
                 entry["ranks"].update(f["ranks"])
+                for s in f.get("spawned_ranks", []):
+                    entry["spawned_ranks"].setdefault(s["job"], set()).update(s["ranks"])
 
     def result(self, command=None, exit_code=None):
         findings = sorted(self.merged.values(), key=lambda f: (SEVERITIES.index(f.get("severity", "info"))
@@ -155,9 +174,14 @@ class Merger:
                                                                f.get("rule", "")))
         for f in findings:
             f["ranks"] = sorted(f["ranks"], key=lambda r: (r is None, r if r is not None else 0))
+            spawned = f.pop("spawned_ranks")
+            if spawned:
+                f["spawned_ranks"] = [{"job": job, "ranks": sorted(spawned[job], key=lambda r: (r is None, r or 0))}
+                                      for job in sorted(spawned)]
         summary = {s: sum(f["count"] for f in findings if f.get("severity") == s) for s in SEVERITIES}
         out = {"schema": MERGED_SCHEMA, "version": VERSION, "tool": {"name": "attrcheck"},
-               "ranks": sorted(self.ranks, key=lambda r: (r.get("rank") is None, r.get("rank") or 0)),
+               "ranks": sorted(self.ranks, key=lambda r: (bool(r.get("spawned")), r.get("job") or "",
+                                                          r.get("rank") is None, r.get("rank") or 0)),
                "summary": summary, "findings": findings, "stacks": self.depot.stacks}
         if command is not None:
             out["command"] = list(command)
@@ -257,9 +281,23 @@ def merge_directory(directory, command=None, exit_code=None, lock=True, suppress
 
 
 def complete(directory, merged):
-    """Whether every rank of the run (per the reports' world size) has a report in `merged`."""
-    sizes = {r.get("size") for r in merged.get("ranks", []) if r.get("size")}
-    return len(sizes) == 1 and len(merged["ranks"]) >= sizes.pop()
+    """Whether every rank of the run (per the reports' world size) has a report in `merged`
+    (the job the user started; spawned jobs are not counted)."""
+    ranks = [r for r in merged.get("ranks", []) if not r.get("spawned")]
+    sizes = {r.get("size") for r in ranks if r.get("size")}
+    return len(sizes) == 1 and len(ranks) >= sizes.pop()
+
+
+def processes(f):
+    """The processes a merged finding happened on: (None, rank) for the job the user started,
+    (job, rank) for a spawned job's."""
+    return ({(None, r) for r in f.get("ranks", [])} |
+            {(s["job"], r) for s in f.get("spawned_ranks", []) for r in s.get("ranks", [])})
+
+
+def process_of(rank_entry):
+    """A merged report's rank entry as a process key (see `processes`)."""
+    return (job_of(rank_entry), rank_entry.get("rank"))
 
 
 def claim_once(directory, what):
@@ -460,7 +498,15 @@ def location(f):
     return f"{module}+{site.get('offset', '?')}"
 
 
-def _ranks_text(ranks):
+def _ranks_text(ranks, spawned=()):
+    """0,1,2,5 -> 0-2,5; spawned jobs' ranks follow as 'job ID:0-1'."""
+    text = _rank_ranges(ranks)
+    for s in spawned:
+        text = ("" if text == "-" else text + " ") + f"job {s['job']}:{_rank_ranges(s.get('ranks', []))}"
+    return text
+
+
+def _rank_ranges(ranks):
     ranks = [r for r in ranks if r is not None]
     if not ranks:
         return "-"
@@ -488,12 +534,15 @@ def summary_text(report):
                  f"{s.get('info', 0)} info{suppressed} in {len(report.get('ranks', []))} rank report(s)")
     for r in bad:
         sig = f", signal {r['signal']}" if r.get("signal") else ""
-        lines.append(f"attrcheck: rank {r.get('rank')} ended {r.get('status')}{sig}")
+        job = job_of(r)
+        lines.append(f"attrcheck: rank {r.get('rank')}{f' of spawned job {job}' if job else ''} "
+                     f"ended {r.get('status')}{sig}")
     if findings:
         rows = [("severity", "rule", "count", "ranks", "where", "message")]
         for f in findings:
             rows.append((f.get("severity", "?"), f.get("rule", "?"), str(f.get("count", 1)),
-                         _ranks_text(f.get("ranks", [])), location(f), f.get("message", "")))
+                         _ranks_text(f.get("ranks", []), f.get("spawned_ranks", [])), location(f),
+                         f.get("message", "")))
         widths = [max(len(r[i]) for r in rows) for i in range(5)]
         for r in rows:
             lines.append("  " + "  ".join(r[i].ljust(widths[i]) for i in range(5)) + "  " + r[5])

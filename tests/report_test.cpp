@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -158,6 +159,34 @@ TEST(Report, EmptyReportIsValid) {
   RunInfo run;
   const nlohmann::json j = render(run, store);
   EXPECT_TRUE(j["findings"].empty());
+}
+
+// The job the user started keeps rank-N.json; a spawned job's ranks (world ranks from 0 again)
+// are named by their job, or by their pid when the process manager gives no job identity.
+TEST(ReportFile, SpawnedJobsAreNamedByJob) {
+  RunInfo run;
+  run.rank = 3;
+  run.pid = 4242;
+  char name[160];
+  report_file_name(run, name, sizeof name);
+  EXPECT_STREQ(name, "rank-3.json");
+  run.spawned = true;
+  report_file_name(run, name, sizeof name);
+  EXPECT_STREQ(name, "job-pid4242-rank-3.json");
+
+  ::unsetenv("OMPI_MCA_ess_base_jobid");
+  ::setenv("PMIX_NAMESPACE", "prterun-vm-1234@2/x y", 1);  // Open MPI 5 style, with junk
+  find_job_identity(run.job, sizeof run.job);
+  EXPECT_STREQ(run.job, "prterun-vm-1234_2_x_y");
+  report_file_name(run, name, sizeof name);
+  EXPECT_STREQ(name, "job-prterun-vm-1234_2_x_y-rank-3.json");
+  ::unsetenv("PMIX_NAMESPACE");
+  ::setenv("OMPI_MCA_ess_base_jobid", "1105002498", 1);
+  find_job_identity(run.job, sizeof run.job);
+  EXPECT_STREQ(run.job, "1105002498");
+  ::unsetenv("OMPI_MCA_ess_base_jobid");
+  find_job_identity(run.job, sizeof run.job);
+  EXPECT_STREQ(run.job, "");
 }
 
 TEST(ReportFile, WritesAtomicallyAndNeverThroughASymlink) {

@@ -408,6 +408,8 @@ bool render_json(int fd, const RunInfo& run, const FindingStore& store) noexcept
   w.key("rank"); w.num(run.rank); w.raw(",");
   w.key("size"); w.num(run.size); w.raw(",");
   w.key("pid"); w.num(run.pid); w.raw(",");
+  w.key("job"); w.str(run.job); w.raw(",");
+  w.key("spawned"); w.raw(run.spawned ? "true" : "false"); w.raw(",");
   w.key("mode"); w.str(run.mode); w.raw(",");
   w.key("on_error"); w.str(run.on_error); w.raw(",");
   w.key("thread_level"); w.str(run.thread_level); w.raw(",");
@@ -520,6 +522,42 @@ void render_summary(int fd, const RunInfo& run, const FindingStore& store) noexc
     }
     w.raw("\n");
   }
+}
+
+void find_job_identity(char* out, std::size_t size) noexcept {
+  if (!size) return;
+  out[0] = '\0';
+  const char* id = nullptr;
+  for (const char* name : {"PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid"}) {
+    id = std::getenv(name);
+    if (id && *id) break;
+  }
+  std::size_t n = 0;
+  for (; id && *id && n + 1 < size; ++id) {
+    const char c = *id;
+    const bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+                       c == '_' || c == '-';
+    out[n++] = plain ? c : '_';
+  }
+  out[n] = '\0';
+}
+
+void report_file_name(const RunInfo& run, char* out, std::size_t size) noexcept {
+  Appender a{out, size};
+  if (size) out[0] = '\0';
+  if (run.spawned) {
+    a.put("job-");
+    if (run.job[0]) {
+      a.put(run.job);
+    } else {
+      a.put("pid");
+      a.num(run.pid);
+    }
+    a.put("-");
+  }
+  a.put("rank-");
+  a.num(run.rank);
+  a.put(".json");
 }
 
 bool ReportFile::prepare(const char* dir, const char* name, char* error, std::size_t error_size) noexcept {

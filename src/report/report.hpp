@@ -102,6 +102,10 @@ struct RunInfo {
   int rank = -1;
   int size = 0;
   long pid = 0;
+  // The job this process belongs to: `job` as the process manager names it (empty if it does not
+  // say), `spawned` if the job was started by MPI_Comm_spawn (it has a parent).
+  char job[64] = "";
+  bool spawned = false;
   char mode[16] = "shadow";
   char on_error[16] = "report";
   char thread_level[32] = "";
@@ -161,6 +165,15 @@ class FindingStore {
 bool render_json(int fd, const RunInfo& run, const FindingStore& store) noexcept;
 // The human summary, like the sanitizers print it. Async-signal-safe.
 void render_summary(int fd, const RunInfo& run, const FindingStore& store) noexcept;
+
+// The job identity the process manager put in the environment: PMIx's namespace (Open MPI, and any
+// PMIx launcher), else Open MPI's job id; "" if neither (MPICH's Hydra names its jobs only over the
+// PMI connection). Only [A-Za-z0-9._-] are kept, so it can be part of a file name. Call at init.
+void find_job_identity(char* out, std::size_t size) noexcept;
+// A rank's report file name: rank-N.json in the job the user started; job-ID-rank-N.json in a job
+// started by MPI_Comm_spawn (ID: the job identity, or pidP when there is none), so that spawned
+// jobs, whose world ranks start at 0 again, do not overwrite each other's reports.
+void report_file_name(const RunInfo& run, char* out, std::size_t size) noexcept;
 
 // Where a rank's report goes; paths are prepared once (at init) so writing needs no allocation.
 class ReportFile {

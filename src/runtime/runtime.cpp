@@ -996,12 +996,17 @@ void started(int provided) {
   r.engine->create_object(ObjectKind::Comm, r.self, kObjectPredefined | kObjectSelf);
   for (const PredefinedKey& p : kPredefinedKeys) r.engine->register_predefined_keyval(p.kind, p.id, p.name);
 
-  // The report is named by rank from now on; one written before MPI_Init (pid-N.json) moves.
+  // The report is named by rank (and spawned job) from now on; one written before MPI_Init
+  // (pid-N.json) moves.
   const bool had_early = r.report.ready();
   char early[1024];
   std::snprintf(early, sizeof early, "%s", r.report.path());
-  char name[64];
-  std::snprintf(name, sizeof name, "rank-%d.json", r.run.rank);
+  MPI_Comm parent = MPI_COMM_NULL;
+  PMPI_Comm_get_parent(&parent);
+  r.run.spawned = parent != MPI_COMM_NULL;
+  find_job_identity(r.run.job, sizeof r.run.job);
+  char name[160];
+  report_file_name(r.run, name, sizeof name);
   if (prepare_report(r, name) && had_early) ::unlink(early);
   r.phase.store(static_cast<int>(Phase::Running), std::memory_order_release);
   r.engine->advance_layout();

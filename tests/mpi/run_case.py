@@ -7,6 +7,9 @@ A case is a C, C++ or Fortran program whose first comment lines (// or !) say wh
   // clean                                       no error or warning besides the expected rules
   // exit: 0 | nonzero | signal                  how the program must end (default 0)
   // native: same-stdout                         stdout must equal a native run's
+  // expect-processes: 4                         the merged report holds this many rank reports,
+                                                 each of a distinct process (job, rank)
+  // expect-everywhere: keyval.leak              the rule is reported on every one of them
   // expect-message: RULE TEXT                   some RULE finding's message contains TEXT (repeatable)
   // expect-where: RULE FUNCTION                 every RULE finding's site is symbolized to FUNCTION
 
@@ -46,7 +49,7 @@ TIMEOUT = 120
 
 def header(source):
     spec = {"np": 2, "modes": ["shadow", "emulate"], "expect": [], "clean": False, "exit": "0", "native": None,
-            "messages": [], "where": []}
+            "processes": None, "everywhere": [], "messages": [], "where": []}
     with open(source) as f:
         for line in f:
             line = line.strip()
@@ -71,6 +74,10 @@ def header(source):
                 spec["exit"] = body.split(":", 1)[1].strip()
             elif body.startswith("native:"):
                 spec["native"] = body.split(":", 1)[1].strip()
+            elif body.startswith("expect-processes:"):
+                spec["processes"] = int(body.split(":", 1)[1])
+            elif body.startswith("expect-everywhere:"):
+                spec["everywhere"] += body.split(":", 1)[1].split()
             elif body.startswith("expect-message:"):
                 rule, _, text = body.split(":", 1)[1].strip().partition(" ")
                 spec["messages"].append((rule, text.strip()))
@@ -131,6 +138,16 @@ def main():
         for f in merged["findings"]:
             if f["severity"] in ("error", "warning") and f["rule"] not in spec["expect"]:
                 failures.append(f"unexpected {f['severity']} {f['rule']}: {f['message']}")
+    if spec["processes"] is not None:
+        everyone = [reports.process_of(r) for r in merged.get("ranks", [])]
+        if len(everyone) != spec["processes"] or len(set(everyone)) != len(everyone):
+            failures.append(f"expected {spec['processes']} rank reports of distinct processes, got "
+                            f"{len(everyone)}: {everyone}")
+    for rule in spec["everywhere"]:
+        found = set().union(*[reports.processes(f) for f in merged["findings"] if f["rule"] == rule])
+        missing = [p for p in (reports.process_of(r) for r in merged.get("ranks", [])) if p not in found]
+        if missing:
+            failures.append(f"{rule} not reported on processes (job, rank) {missing}")
     for rule, text in spec["messages"]:
         if not any(f["rule"] == rule and text in f.get("message", "") for f in merged["findings"]):
             failures.append(f"no {rule} finding says '{text}' (got: "
