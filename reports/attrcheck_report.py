@@ -389,32 +389,50 @@ def symbolized(report):
 
 
 # Suppressions: a file of lines "RULE_GLOB KIND:GLOB" (# comments, blank lines ignored), where
-# KIND is fun (a function in the finding's stack), lib (a module path in it) or src (a source
-# file in it), e.g.
+# KIND is fun (a function in the finding's frames), lib (a module path in them), src (a source
+# file in them) or at (a frame's module path + offset, for stripped libraries), e.g.
 #     keyval.leak     fun:PetscInitialize*
 #     deprecated.*    lib:*/libhdf5*.so*
 #     attr.leak       src:*/vendor/*
-# A finding whose rule matches and one of whose frames matches is suppressed.
+#     attr.world-at-finalize  at:*/mpi4py/MPI.cpython-311-x86_64-linux-gnu.so+0x706ec
+# A finding's frames are its site, its stack and its provenance stacks (where the keyval was
+# created, the attribute set, ...). A finding whose rule matches and one of whose frames matches
+# is suppressed. The default suppressions (default.supp, next to this module) apply unless the
+# user turns them off.
+
+DEFAULT_SUPPRESSIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "default.supp")
+
 
 class Suppression:
-    KINDS = ("fun", "lib", "src")
+    KINDS = ("fun", "lib", "src", "at")
 
-    def __init__(self, rule, kind, pattern, origin):
+    def __init__(self, rule, kind, pattern, origin, default=False):
         self.rule, self.kind, self.pattern, self.origin = rule, kind, pattern, origin
+        self.default = default
         self.used = 0
 
     def matches(self, finding, frames):
         if not fnmatch.fnmatchcase(finding.get("rule", ""), self.rule):
             return False
-        field = {"fun": "function", "lib": "module", "src": "file"}[self.kind]
         for frame in frames:
-            value = frame.get(field) or (frame.get("symbol", "").split("+")[0] if self.kind == "fun" else "")
+            if self.kind == "at":
+                value = f"{frame.get('module', '')}+{frame.get('offset', '')}" if frame.get("module") else ""
+            else:
+                field = {"fun": "function", "lib": "module", "src": "file"}[self.kind]
+                value = frame.get(field) or (frame.get("symbol", "").split("+")[0] if self.kind == "fun" else "")
             if value and fnmatch.fnmatchcase(value, self.pattern):
                 return True
         return False
 
 
-def load_suppressions(path):
+def default_suppressions():
+    """The suppressions shipped with attrcheck (benign patterns of well-known libraries)."""
+    if not os.path.exists(DEFAULT_SUPPRESSIONS):
+        return []
+    return load_suppressions(DEFAULT_SUPPRESSIONS, default=True)
+
+
+def load_suppressions(path, default=False):
     """Parses a suppressions file; a malformed line is a ReportError naming the file and line."""
     try:
         with open(path, encoding="utf-8") as f:
@@ -429,14 +447,14 @@ def load_suppressions(path):
         parts = text.split()
         where = f"{path}:{number}"
         if len(parts) != 2:
-            raise ReportError(f"{where}: expected 'RULE_GLOB KIND:GLOB' (KIND: fun, lib or src), got '{text}'")
+            raise ReportError(f"{where}: expected 'RULE_GLOB KIND:GLOB' (KIND: fun, lib, src or at), got '{text}'")
         rule, frame = parts
         kind, sep, pattern = frame.partition(":")
         if not sep or kind not in Suppression.KINDS or not pattern:
-            raise ReportError(f"{where}: frame pattern must be fun:GLOB, lib:GLOB or src:GLOB, got '{frame}'")
+            raise ReportError(f"{where}: frame pattern must be fun:GLOB, lib:GLOB, src:GLOB or at:GLOB, got '{frame}'")
         if not re.fullmatch(r"[a-z*?\[\].-]+", rule):
             raise ReportError(f"{where}: '{rule}' is not a rule id or glob (e.g. keyval.leak, deprecated.*)")
-        entries.append(Suppression(rule, kind, pattern, where))
+        entries.append(Suppression(rule, kind, pattern, where, default))
     return entries
 
 
@@ -448,13 +466,20 @@ def suppress(report, suppressions):
     kept, suppressed = [], list(report.get("suppressed", []))
     for f in report["findings"]:
         frames = [f.get("site") or {}] + stack_frames(report, f.get("stack"))
+        for p in f.get("provenance", []):
+            frames += stack_frames(report, p.get("stack"))
         hit = next((s for s in suppressions if s.matches(f, frames)), None)
         if hit is None:
             kept.append(f)
             continue
         hit.used += f.get("count", 1)
-        suppressed.append({"rule": f["rule"], "severity": f.get("severity"), "message": f.get("message", ""),
-                           "count": f.get("count", 1), "ranks": f.get("ranks", []), "suppression": hit.origin})
+        entry = {"rule": f["rule"], "severity": f.get("severity"), "message": f.get("message", ""),
+                 "count": f.get("count", 1), "ranks": f.get("ranks", []), "suppression": hit.origin}
+        if f.get("spawned_ranks"):
+            entry["spawned_ranks"] = f["spawned_ranks"]
+        if hit.default:
+            entry["default"] = True
+        suppressed.append(entry)
     report["findings"] = kept
     report["suppressed"] = suppressed
     report["summary"] = {s: sum(f.get("count", 1) for f in kept if f.get("severity") == s) for s in SEVERITIES}
@@ -530,6 +555,9 @@ def summary_text(report):
                                   for k in SEVERITIES}
     bad = [r for r in report.get("ranks", []) if r.get("status") not in ("finalized", None)]
     suppressed = f", {s['suppressed']} suppressed" if s.get("suppressed") else ""
+    by_default = sum(x.get("count", 1) for x in report.get("suppressed", []) if x.get("default"))
+    if by_default:
+        suppressed += f" ({by_default} by default suppressions)"
     lines.append(f"attrcheck: {s.get('error', 0)} error(s), {s.get('warning', 0)} warning(s), "
                  f"{s.get('info', 0)} info{suppressed} in {len(report.get('ranks', []))} rank report(s)")
     for r in bad:

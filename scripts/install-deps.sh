@@ -9,6 +9,7 @@ packages=(
   libboost-stacktrace-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   binutils python3-jsonschema
+  python3-mpi4py  # the default suppressions' test runs an mpi4py program
   chromium  # the HTML report's test opens it headless
 )
 

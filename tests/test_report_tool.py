@@ -199,7 +199,7 @@ class ReportToolTest(unittest.TestCase):
 
     def test_malformed_suppressions_name_the_file_and_line(self):
         for text, words in (("keyval.leak\n", "expected 'RULE_GLOB KIND:GLOB'"),
-                            ("keyval.leak obj:foo\n", "frame pattern must be fun:GLOB, lib:GLOB or src:GLOB"),
+                            ("keyval.leak obj:foo\n", "frame pattern must be fun:GLOB, lib:GLOB, src:GLOB or at:GLOB"),
                             ("Keyval.Leak fun:x\n", "'Keyval.Leak' is not a rule id or glob")):
             supp = self.out("bad.supp")
             with open(supp, "w") as f:
