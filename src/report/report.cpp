@@ -240,11 +240,8 @@ void FindingStore::record(const FindingInput& in) noexcept { record_impl(in, fal
 void FindingStore::record_async_signal_safe(const FindingInput& in) noexcept { record_impl(in, true); }
 
 namespace {
-// A message's identity: its text with hexadecimal numbers (handles, addresses) left out, as the
-// merge of rank reports does, so one site failing on many anonymous handles stays one finding
-// while MPI_COMM_WORLD and MPI_COMM_SELF freed at one site are two.
-std::uint64_t hash_message(const char* s) noexcept {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
+// Text into a running FNV-1a hash, with hexadecimal numbers (handles, addresses) left out.
+std::uint64_t hash_text(const char* s, std::uint64_t h) noexcept {
   while (s && *s) {
     if (s[0] == '0' && s[1] == 'x') {
       for (s += 2; (*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f'); ++s) {}
@@ -253,14 +250,32 @@ std::uint64_t hash_message(const char* s) noexcept {
     }
     h = (h ^ static_cast<unsigned char>(*s++)) * 0x100000001b3ULL;
   }
+  return (h ^ '|') * 0x100000001b3ULL;
+}
+
+// A message's identity without building it: what the rule's template fills in, with hex numbers
+// left out, as the merge of rank reports does ({call} and {keyval} are compared on their own). So
+// MPI_COMM_WORLD and MPI_COMM_SELF freed at one site are two findings, while one site failing on
+// many anonymous handles ("comm 0x...") stays one.
+std::uint64_t message_identity(const char* tmpl, const FindingInput& in) noexcept {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (const char* p = tmpl ? std::strchr(tmpl, '{') : nullptr; p; p = std::strchr(p, '{')) {
+    const char* end = std::strchr(p, '}');
+    if (!end) break;
+    const std::size_t len = static_cast<std::size_t>(end - p - 1);
+    auto is = [&](const char* name) { return std::strlen(name) == len && std::strncmp(p + 1, name, len) == 0; };
+    if (is("object")) h = hash_text(in.object_name && in.object_name[0] ? in.object_name : to_string(in.kind), h);
+    else if (is("detail")) h = hash_text(in.detail, h);
+    else if (is("replacement")) h = hash_text(in.replacement, h);
+    p = end + 1;
+  }
   return h;
 }
 }  // namespace
 
 void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcept {
-  char message[sizeof(Finding::message)];
-  expand_template(rule_info(in.rule).message, in, message, sizeof message);
-  const std::uint64_t message_hash = hash_message(message);
+  const RuleInfo& info = rule_info(in.rule);
+  const std::uint64_t message_hash = message_identity(info.message, in);
   // The same rule at the same site from the same call with the same message (for the same
   // keyval) is one finding: count it. Entries are only ever appended and committed once filled,
   // so this scan needs no lock.
@@ -291,7 +306,6 @@ void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcep
     return;
   }
   Finding& f = entries_[slot];
-  const RuleInfo& info = rule_info(in.rule);
   f.rule = in.rule;
   f.site = in.site;
   f.site_is_entry = in.site_is_entry;
@@ -303,7 +317,7 @@ void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcep
   f.object = in.object;
   copy_str(f.call, sizeof f.call, in.call);
   copy_str(f.object_name, sizeof f.object_name, in.object_name);
-  copy_str(f.message, sizeof f.message, message);
+  expand_template(info.message, in, f.message, sizeof f.message);
   expand_template(info.hint, in, f.hint, sizeof f.hint);
   f.symbol[0] = f.module[0] = '\0';
   f.offset = 0;
