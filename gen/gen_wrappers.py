@@ -21,7 +21,9 @@ NULL_HANDLE = {"comm": "MPI_COMM_NULL", "type": "MPI_DATATYPE_NULL", "win": "MPI
 FREE_FN = {"comm": "PMPI_Comm_free", "type": "PMPI_Type_free", "win": "PMPI_Win_free"}
 POINTER_ROLES = {"object_out", "object_inout", "keyval_out", "keyval_inout", "value_out", "flag_out"}
 OPS = {"create_keyval", "free_keyval", "set_attr", "get_attr", "delete_attr", "dup", "construct",
-       "free", "init", "finalize", "abort"}
+       "obtain", "free", "init", "finalize", "abort"}
+# obtain: how the handles a call returns relate to the ones the user already holds.
+RETURNS = {"alias": "Alias", "same": "Same", "new": "New"}
 
 
 class SpecError(Exception):
@@ -176,7 +178,7 @@ def body(fn, lang):
     k = f"attrcheck::ObjectKind::{KINDS[kind]}" if kind else "attrcheck::ObjectKind::Comm"
     repl = f'"{fn["deprecated"]}"' if fn.get("deprecated") else "nullptr"
     binding = BINDINGS[fn.get("binding", "c")]
-    lifecycle = "true" if op in ("dup", "construct", "free") else "false"
+    lifecycle = "true" if op in ("dup", "construct", "obtain", "free") else "false"
     lines = lang.prologue(f'  static const rt::Api api{{"{fn["name"]}", {k}, {repl}, {binding}, {lifecycle}}};')
     fwd = f"[&]() {{ return {lang.call_pmpi}; }}"
     ret = lang.result
@@ -230,6 +232,25 @@ def body(fn, lang):
             f"rt::on_construct(call, [&](attrcheck::Handle* new_) {{\n"
             f"    const int rc_ = {lang.call_pmpi};\n"
             f"    *new_ = rc_ == MPI_SUCCESS ? {lang.out_handle(out, kind)} : rt::handle({NULL_HANDLE[kind]});\n"
+            f"    return rc_;\n"
+            f"  }})"))
+    elif op == "obtain":
+        if fn.get("returns") not in RETURNS:
+            raise SpecError(f"{fn['name']}: op obtain needs 'returns' ({', '.join(RETURNS)})")
+        pushes = [f"out_->push_back({lang.out_handle(p, kind)});"
+                  for p, r in fn["roles"].items() if r == "object_out"]
+        for p, r in fn["roles"].items():
+            if r == "object_out_array":
+                if "array_length" not in fn:
+                    raise SpecError(f"{fn['name']}: an object_out_array needs 'array_length'")
+                pushes.append(f"for (int i_ = 0, n_ = {fn['array_length']}; i_ < n_; ++i_) "
+                              f"out_->push_back(rt::handle({p}[i_]));")
+        if not pushes:
+            raise SpecError(f"{fn['name']}: op obtain needs an object_out or object_out_array parameter")
+        lines.append(ret(
+            f"rt::on_obtain(call, rt::Returns::{RETURNS[fn['returns']]}, [&](std::vector<attrcheck::Handle>* out_) {{\n"
+            f"    const int rc_ = {lang.call_pmpi};\n"
+            f"    if (rc_ == MPI_SUCCESS) {{\n      " + "\n      ".join(pushes) + "\n    }\n"
             f"    return rc_;\n"
             f"  }})"))
     elif op == "free":

@@ -11,6 +11,11 @@ packages=(
   binutils python3-jsonschema
   python3-mpi4py  # the default suppressions' test runs an mpi4py program
   chromium  # the HTML report's test opens it headless
+  # The real-client tests (tests/real): PETSc 3.18 and its tutorials, parallel HDF5 (Open MPI
+  # flavour) and its examples (ph5example.c), mpi4py with numpy, h5py built with MPI.
+  libpetsc-real3.18-dev libpetsc3.18-dev-examples
+  libhdf5-openmpi-dev libhdf5-doc
+  python3-mpi4py python3-numpy python3-h5py-mpi
 )
 
 missing=()

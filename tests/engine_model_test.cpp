@@ -515,7 +515,7 @@ class Reference final : public Impl {
     return {};
   }
   Result delete_attr(ObjectKind kind, Handle h, KeyvalId k) override {
-    if (Status s = check_modify(kind, h, k); s != Status::Ok) return res(s);
+    if (Status s = check_modify(kind, h, k, /*for_delete=*/true); s != Status::Ok) return res(s);
     const RefAttr* a = find_attr(kind, h, k);
     if (!a) return res(Status::AttrAbsent);
     const Result r = call_delete(kind, h, *a, CallbackCause::Delete);
@@ -557,19 +557,20 @@ class Reference final : public Impl {
     if (h == null_of(kind)) return Status::ObjectNull;
     return objects.count(key(kind, h)) ? Status::Ok : Status::ObjectUnknown;
   }
-  Status check_keyval(ObjectKind kind, KeyvalId k, bool modify) const {
+  // `for_delete`: a key the user freed is still good for deleting the attributes that use it.
+  Status check_keyval(ObjectKind kind, KeyvalId k, bool modify, bool for_delete = false) const {
     if (k == cfg_.keyval_invalid) return Status::KeyvalInvalid;
     auto it = keyvals.find(k);
     if (it == keyvals.end()) return Status::KeyvalUnknown;
-    if (it->second.user_freed) return Status::KeyvalFreed;
+    if (it->second.user_freed && !(for_delete && !it->second.destroyed)) return Status::KeyvalFreed;
     if (it->second.spec.kind != kind) return Status::KeyvalKindMismatch;
     if (modify && it->second.predefined) return Status::KeyvalPredefined;
     return Status::Ok;
   }
-  Status check_modify(ObjectKind kind, Handle h, KeyvalId k) const {  // set_attr / delete_attr
+  Status check_modify(ObjectKind kind, Handle h, KeyvalId k, bool for_delete = false) const {  // set / delete
     if (finalized) return Status::Finalized;
     if (Status s = check_object(kind, h); s != Status::Ok) return s;
-    if (Status s = check_keyval(kind, k, true); s != Status::Ok) return s;
+    if (Status s = check_keyval(kind, k, true, for_delete); s != Status::Ok) return s;
     return running(kind, h) ? Status::Reentrant : Status::Ok;
   }
   bool running(ObjectKind kind, Handle h) const {

@@ -390,6 +390,79 @@ TEST(Keyval, StaleIdIsStillFreedAfterSlotReuse) {
   EXPECT_EQ(e.live_keyvals().size(), 1u);
 }
 
+TEST(Keyval, FreedKeyInUseStillDeletesItsAttributes) {
+  // MPI_COMM_FREE_KEYVAL: freeing a key in use "is not erroneous"; the remaining references "need
+  // to be explicitly freed by the program, either via calls to MPI_COMM_DELETE_ATTR ... or by calls
+  // to MPI_COMM_FREE". A delete through a saved copy is legal while the key is in use, and only then.
+  Engine e;
+  Log log;
+  Rec r{&log, "k"};
+  KeyvalId k = make_key(e, user_spec(&r));
+  const KeyvalId saved = k;
+  create(e, kComm, {kA, kB, kC});
+  set_all(e, kComm, kA, {{saved, 1}});
+  set_all(e, kComm, kB, {{saved, 2}});
+  ASSERT_EQ(e.free_keyval(kComm, &k), kOk);
+  int present = -1;
+  EXPECT_EQ(e.check_delete(kComm, kA, saved, &present), kOk);
+  EXPECT_EQ(present, 1);
+  EXPECT_EQ(e.check_delete(kComm, kC, saved, &present), kOk);  // in use elsewhere: absent here
+  EXPECT_EQ(present, 0);
+  EXPECT_EQ(e.delete_attr(kComm, kC, saved), R(Status::AttrAbsent));
+  // Set and get through the freed key stay erroneous.
+  EXPECT_EQ(e.set_attr(kComm, kC, saved, Binding::C, 3), R(Status::KeyvalFreed));
+  EXPECT_EQ(try_get(e, kComm, kA, saved), R(Status::KeyvalFreed));
+  EXPECT_EQ(e.check_delete(kComm, kA, saved, &present), kOk);
+  EXPECT_EQ(e.delete_attr(kComm, kA, saved), kOk);
+  EXPECT_EQ(e.delete_attr(kComm, kB, saved), kOk);  // the last attribute
+  EXPECT_EQ(log, (Log{{'D', "k", kA, saved, 1}, {'D', "k", kB, saved, 2}}));
+  EXPECT_TRUE(info_of(e, saved).destroyed);
+  // Gone for good: now a delete through it is keyval.freed, and check_delete agrees.
+  EXPECT_EQ(e.check_delete(kComm, kA, saved, &present), R(Status::KeyvalFreed));
+  EXPECT_EQ(e.delete_attr(kComm, kA, saved), R(Status::KeyvalFreed));
+}
+
+TEST(Keyval, FreedKeyOfAnotherKindIsStillAKindMismatchOnDelete) {
+  Engine e;
+  KeyvalId k = make_key(e, plain_spec(kType));
+  const KeyvalId saved = k;
+  create(e, kType, {kA});
+  create(e, kComm, {kB});
+  set_all(e, kType, kA, {{saved, 1}});
+  ASSERT_EQ(e.free_keyval(kType, &k), kOk);
+  EXPECT_EQ(e.delete_attr(kComm, kB, saved), R(Status::KeyvalKindMismatch));
+  EXPECT_EQ(e.delete_attr(kType, kA, saved), kOk);
+}
+
+TEST(Capacity, AMillionLiveKeyvalsAndAMillionObjectsWithAttributes) {
+  // No capacity of the tool may change what a program does: MPI programs may hold this many.
+  Engine e;
+  constexpr int kKeys = 1000000;
+  std::vector<KeyvalId> keys(kKeys);
+  std::set<KeyvalId> distinct;
+  for (int i = 0; i < kKeys; ++i) {
+    ASSERT_EQ(e.create_keyval(plain_spec(), &keys[i]), kOk) << i;
+    ASSERT_GT(keys[i], 0);
+    ASSERT_NE(keys[i], -1);
+  }
+  distinct.insert(keys.begin(), keys.end());
+  EXPECT_EQ(distinct.size(), static_cast<std::size_t>(kKeys));
+  create(e, kComm, {kA});
+  for (int i = 0; i < kKeys; i += 1000) ASSERT_EQ(e.set_attr(kComm, kA, keys[i], Binding::C, i + 1), kOk);
+  for (int i = 0; i < kKeys; i += 1000) ASSERT_EQ(get_c(e, kComm, kA, keys[i]), static_cast<std::uint64_t>(i + 1));
+  // A million objects, each with an attribute.
+  constexpr Handle kBase = 0x10000000;
+  for (Handle h = 0; h < 1000000; ++h) {
+    ASSERT_EQ(e.create_object(kType, kBase + h * 16), kOk) << h;
+  }
+  KeyvalId tk = 0;
+  ASSERT_EQ(e.create_keyval(plain_spec(kType), &tk), kOk);
+  for (Handle h = 0; h < 1000000; ++h) ASSERT_EQ(e.set_attr(kType, kBase + h * 16, tk, Binding::C, h), kOk);
+  for (Handle h = 0; h < 1000000; h += 997) ASSERT_EQ(get_c(e, kType, kBase + h * 16, tk), h);
+  for (int i = 0; i < kKeys; ++i) ASSERT_EQ(e.free_keyval(kComm, &keys[i]), kOk) << i;
+  EXPECT_EQ(e.live_keyvals().size(), 1u + kKeys / 1000);  // the type key, and the comm keys still in use
+}
+
 TEST(Keyval, NeverCreatedIdIsUnknown) {
   Engine e;
   create(e, kComm, {kA});

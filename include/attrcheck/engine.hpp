@@ -42,6 +42,12 @@ using Handle = std::uint64_t;
 
 // A keyval as the user holds it.
 using KeyvalId = int;
+// The engine's user keyval ids are (generation << kKeyvalSlotBits) | slot: up to 2^21 - 1 keyvals
+// live at once, each slot reused with a new generation (so a stale id is told from a live one).
+inline constexpr int kKeyvalSlotBits = 21;
+inline constexpr std::uint32_t keyval_slot(KeyvalId id) noexcept {
+  return static_cast<std::uint32_t>(id) & ((1u << kKeyvalSlotBits) - 1);
+}
 
 // The language binding an attribute value is set from, read as, or a callback is written in.
 // These are the three representations of "Language Interoperability: Attributes":
@@ -77,7 +83,7 @@ enum class Status : std::uint8_t {
   Reentrant,           // a callback modified (set/delete/free) the object it was called for
   AttrAbsent,          // delete of an attribute that is not set (see error_class())
   Finalized,           // a call after finalize() completed
-  CapacityExhausted,   // the engine's fixed tables are full (65535 live keyvals)
+  CapacityExhausted,   // the engine's tables are full (2^21 - 1 live keyvals, 2^22 objects)
 };
 const char* to_string(Status status) noexcept;
 
@@ -232,6 +238,10 @@ struct EngineConfig {
   Handle null_handle[kObjectKinds] = {0, 0, 0};  // MPI_COMM_NULL, MPI_DATATYPE_NULL, MPI_WIN_NULL
   CallbackInvoker* invoker = nullptr;    // nullptr: a NativeInvoker owned by the engine
   Observer* observer = nullptr;          // optional
+  // Lower capacities than the engine's own (0: its own, 2^21 - 1 keyvals and 2^22 objects), so
+  // that what happens at a capacity can be tested without creating millions of anything.
+  std::uint32_t max_keyvals = 0;  // keyval slots (live keyvals, and freed ones not yet reused)
+  std::uint32_t max_objects = 0;  // live objects
 };
 
 struct FinalizeOptions {
@@ -362,8 +372,12 @@ class Engine {
   Result get_attr(ObjectKind kind, Handle handle, KeyvalId keyval, Binding as,
                   void* attribute_val, int* flag, bool* truncated = nullptr) const;
   // Deletes an attribute: its delete callback runs; if it fails the attribute stays.
-  // AttrAbsent if it was not set.
+  // AttrAbsent if it was not set. A keyval the user freed while attributes still use it is
+  // accepted here (and only here): the standard frees those attributes by MPI_*_DELETE_ATTR.
   Result delete_attr(ObjectKind kind, Handle handle, KeyvalId keyval, Origin origin = 0);
+  // delete_attr's checks without deleting anything: Ok when delete_attr would accept the call
+  // (AttrAbsent is not checked); *present (if given): the attribute is set.
+  Result check_delete(ObjectKind kind, Handle h, KeyvalId keyval, int* present) const;
   // Supplies a predefined attribute's value on an object (host only: bypasses the read-only rule).
   Result install_predefined(ObjectKind kind, Handle handle, KeyvalId keyval, Binding repr,
                             std::uint64_t value);

@@ -156,11 +156,12 @@ class ChunkedArray {
   std::atomic<T*> dir_[kChunks] = {};
 };
 
-// Keyval ids: (generation << 16) | slot, slot >= 1, generation >= 1. Generations tell a stale
-// id (an older generation of a slot: it was created, then destroyed) from one never created.
-constexpr std::uint32_t kSlotBits = 16;
+// Keyval ids: (generation << kKeyvalSlotBits) | slot, slot >= 1, generation >= 1 (engine.hpp).
+// Generations tell a stale id (an older generation of a slot: it was created, then destroyed) from
+// one never created. 2^21 slots: over two million keyvals live at once.
+constexpr std::uint32_t kSlotBits = kKeyvalSlotBits;
 constexpr std::uint32_t kSlotMask = (1u << kSlotBits) - 1;
-constexpr std::uint32_t kMaxGeneration = (1u << 15) - 1;  // ids stay positive 32-bit ints
+constexpr std::uint32_t kMaxGeneration = (1u << (31 - kSlotBits)) - 1;  // ids stay positive 32-bit ints
 constexpr std::size_t kReuseAfter = 1024;  // destroyed slots wait this long before reuse
 
 enum KeyvalState : std::uint8_t { kKeyEmpty = 0, kKeyAlive, kKeyFreed, kKeyDestroyed };
@@ -380,7 +381,7 @@ struct Engine::Impl {
   std::atomic<bool> finalized_{false};
 
   // Keyvals.
-  ChunkedArray<KeyvalSlot, 8, 256> keyvals_;  // index = slot number (0 unused)
+  ChunkedArray<KeyvalSlot, 10, (1u << kSlotBits) / 1024> keyvals_;  // index = slot number (0 unused)
   std::uint32_t keyval_slots_used_ = 1;
   std::deque<std::uint32_t> destroyed_slots_;
   PredefinedKeyval predefined_[kMaxPredefined];
@@ -434,14 +435,23 @@ struct Engine::Impl {
     return Status::KeyvalUnknown;
   }
 
-  // Keyval validation for attribute calls (lock held). `modify`: set/delete refuse predefined.
-  Status check_keyval(ObjectKind kind, KeyvalId id, bool modify, KeyvalSlot** user,
+  // How an attribute call uses its keyval: set and delete refuse predefined keyvals; delete also
+  // accepts a keyval the user freed while attributes still use it (MPI_COMM_FREE_KEYVAL: "the
+  // remaining references need to be explicitly freed ... via calls to MPI_COMM_DELETE_ATTR").
+  enum class KeyUse : std::uint8_t { Get, Set, Delete };
+
+  // Keyval validation for attribute calls (lock held).
+  Status check_keyval(ObjectKind kind, KeyvalId id, KeyUse use, KeyvalSlot** user,
                       const PredefinedKeyval** pre) const noexcept {
     *user = nullptr;
     *pre = nullptr;
+    const bool modify = use != KeyUse::Get;
     if (id == config.keyval_invalid) return Status::KeyvalInvalid;
     KeyvalSlot* k = nullptr;
-    const Status s = classify_keyval(id, &k);
+    Status s = classify_keyval(id, &k);
+    if (s == Status::KeyvalFreed && use == KeyUse::Delete && k &&
+        k->state.load(std::memory_order_relaxed) == kKeyFreed)
+      s = Status::Ok;  // freed by the user, still alive through its attributes
     if (s != Status::Ok) {
       // Predefined ids are never engine ids (create_keyval skips them): only now look them up.
       if (const PredefinedKeyval* p = find_predefined(id)) {
@@ -483,6 +493,7 @@ struct Engine::Impl {
 
   std::uint32_t register_object(ObjectKind kind, Handle h, std::uint8_t flags, Origin origin) {
     std::uint32_t slot;
+    if (config.max_objects && object_count_ - free_object_slots_.size() >= config.max_objects) return UINT32_MAX;
     if (!free_object_slots_.empty()) {
       slot = free_object_slots_.back();
       free_object_slots_.pop_back();
@@ -863,13 +874,15 @@ struct Engine::Impl {
     if (!out || (spec.copy.action == CopyAction::User && !spec.copy.fn) ||
         (spec.del.action == DeleteAction::User && !spec.del.fn))
       return {Status::NullArgument, 0};
+    const std::uint32_t last_slot =
+        config.max_keyvals && config.max_keyvals < kSlotMask ? config.max_keyvals : kSlotMask;
     for (;;) {
       std::uint32_t slot;
       if (destroyed_slots_.size() > kReuseAfter ||
-          (keyval_slots_used_ > kSlotMask && !destroyed_slots_.empty())) {
+          (keyval_slots_used_ > last_slot && !destroyed_slots_.empty())) {
         slot = destroyed_slots_.front();
         destroyed_slots_.pop_front();
-      } else if (keyval_slots_used_ <= kSlotMask) {
+      } else if (keyval_slots_used_ <= last_slot) {
         slot = keyval_slots_used_++;
       } else {
         return {Status::CapacityExhausted, 0};
@@ -955,13 +968,14 @@ struct Engine::Impl {
   // Validates the object of a modifying call and waits while another thread runs callbacks for
   // it (lock held; loops until it can proceed).
   Status acquire_object(Lock& lk, ObjectKind kind, Handle h, KeyvalId key, bool with_key,
-                        std::uint32_t* slot, KeyvalSlot** k, const PredefinedKeyval** pre) {
+                        std::uint32_t* slot, KeyvalSlot** k, const PredefinedKeyval** pre,
+                        KeyUse use = KeyUse::Set) {
     for (;;) {
       if (finalized_.load(std::memory_order_relaxed)) return Status::Finalized;
       Status s = find_object(kind, h, slot);
       if (s != Status::Ok) return s;
       if (with_key) {
-        s = check_keyval(kind, key, true, k, pre);
+        s = check_keyval(kind, key, use, k, pre);
         if (s != Status::Ok) return s;
       }
       if (in_callback_for(this, *slot)) return Status::Reentrant;
@@ -1025,7 +1039,7 @@ struct Engine::Impl {
     if (find_object(kind, h, &slot) != Status::Ok) return false;
     KeyvalSlot* k;
     const PredefinedKeyval* pre;
-    if (check_keyval(kind, key, true, &k, &pre) != Status::Ok || !k) return false;
+    if (check_keyval(kind, key, KeyUse::Set, &k, &pre) != Status::Ok || !k) return false;
     *out = SetCursor{layout, objects_.find(slot), k};
     if (user_delete) *user_delete = k->spec.del.action == DeleteAction::User;
     return true;
@@ -1080,7 +1094,7 @@ struct Engine::Impl {
     if (s != Status::Ok) return {s, 0};
     KeyvalSlot* k;
     const PredefinedKeyval* pre;
-    s = check_keyval(kind, key, false, &k, &pre);
+    s = check_keyval(kind, key, KeyUse::Get, &k, &pre);
     if (s != Status::Ok) return {s, 0};
     const ObjectSlot* o = objects_.find(slot);
     const AttrRec* rec = find_attr(o->table.load(std::memory_order_relaxed), key);
@@ -1157,12 +1171,28 @@ struct Engine::Impl {
     return get_attr_locked(kind, h, key, as, out, flag, truncated);
   }
 
+  // Engine::check_delete: delete_attr's checks, nothing changed.
+  Result check_delete(ObjectKind kind, Handle h, KeyvalId key, int* present) const {
+    Lock lk(mu_);
+    *present = 0;
+    if (finalized_.load(std::memory_order_relaxed)) return {Status::Finalized, 0};
+    std::uint32_t slot;
+    Status s = find_object(kind, h, &slot);
+    if (s != Status::Ok) return {s, 0};
+    KeyvalSlot* k;
+    const PredefinedKeyval* pre;
+    s = check_keyval(kind, key, KeyUse::Delete, &k, &pre);
+    if (s != Status::Ok) return {s, 0};
+    *present = find_attr(objects_.find(slot)->table.load(std::memory_order_relaxed), key) ? 1 : 0;
+    return {};
+  }
+
   Result delete_attr(ObjectKind kind, Handle h, KeyvalId key) {
     Lock lk(mu_);
     std::uint32_t slot;
     KeyvalSlot* k;
     const PredefinedKeyval* pre;
-    const Status s = acquire_object(lk, kind, h, key, true, &slot, &k, &pre);
+    const Status s = acquire_object(lk, kind, h, key, true, &slot, &k, &pre, KeyUse::Delete);
     if (s != Status::Ok) return {s, 0};
     ObjectSlot* o = objects_.get(slot);
     AttrRec* rec = find_attr(o->table.load(std::memory_order_relaxed), key);
@@ -1545,6 +1575,10 @@ Result Engine::get_attr(ObjectKind kind, Handle handle, KeyvalId keyval, Binding
 }
 Result Engine::delete_attr(ObjectKind kind, Handle handle, KeyvalId keyval, Origin) {
   return impl_->delete_attr(kind, handle, keyval);
+}
+Result Engine::check_delete(ObjectKind kind, Handle handle, KeyvalId keyval, int* present) const {
+  int local = 0;
+  return impl_->check_delete(kind, handle, keyval, present ? present : &local);
 }
 Result Engine::install_predefined(ObjectKind kind, Handle handle, KeyvalId keyval, Binding repr,
                                   std::uint64_t value) {

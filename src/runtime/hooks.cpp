@@ -88,10 +88,15 @@ inline bool enter(const Call& call, int* rc) {
 
 // Runs an engine operation on an object, registering the object first if the tool never saw it
 // created (predefined datatypes, objects MPI made internally) and it was not freed through us.
+// A Fortran call's handle came through the library's own Fortran handle table (f2c), which maps
+// only live objects: the tool's record of a freed handle value does not outweigh it (Fortran
+// constructors Open MPI runs without the C entry points may have reused the value).
+inline bool library_vouches(const Call& call) noexcept { return call.api->binding != Binding::C; }
+
 template <typename Op>
-Result with_object(ObjectKind kind, Handle h, Op op) {
+Result with_object(const Call& call, ObjectKind kind, Handle h, Op op) {
   Result res = op();
-  if (res.status == Status::ObjectUnknown && adopt(kind, h)) res = op();
+  if (res.status == Status::ObjectUnknown && adopt(kind, h, library_vouches(call))) res = op();
   return res;
 }
 
@@ -106,12 +111,12 @@ Handle null_handle(ObjectKind kind) {
 
 // Whether `h` names a live object (registering one the tool never saw created): Ok,
 // ObjectNull or ObjectUnknown. `info`, if given, receives the object's registration.
-Result check_object(ObjectKind kind, Handle h, ObjectInfo* info = nullptr) {
+Result check_object(const Call& call, ObjectKind kind, Handle h, ObjectInfo* info = nullptr) {
   if (h == null_handle(kind)) return {Status::ObjectNull, 0};
   ObjectInfo local{};
   ObjectInfo* out = info ? info : &local;
   Engine& e = *state().engine;
-  if (e.object_info(kind, h, out) || (adopt(kind, h) && e.object_info(kind, h, out))) return {};
+  if (e.object_info(kind, h, out) || (adopt(kind, h, library_vouches(call)) && e.object_info(kind, h, out))) return {};
   return {Status::ObjectUnknown, 0};
 }
 
@@ -144,9 +149,18 @@ Result check_modify(const Call& call, Handle h, int key, int* engine_key, int* p
   }
   *engine_key = to_engine_key(key);
   int found = 0;
-  Result res = with_object(kind, h, [&] {
+  Result res = with_object(call, kind, h, [&] {
     return r.engine->get_attr(kind, h, *engine_key, Binding::C, &current, &found);
   });
+  if (res.status == Status::KeyvalFreed && present) {
+    // A delete through a key the user freed while attributes still use it is how the standard has
+    // those attributes freed; only a key with no attribute left is gone for good.
+    res = r.engine->check_delete(kind, h, *engine_key, &found);
+    if (res.ok()) {
+      *present = found;
+      return res;  // (not remembered: the key is not valid for a set or a get)
+    }
+  }
   if (res.ok() && is_predefined_key(key)) res.status = Status::KeyvalPredefined;
   if (res.ok()) {
     QueryCache::Entry* q = remember_query(kind, as, h, key, *engine_key, layout);
@@ -182,6 +196,23 @@ bool mirror_plain_set(ReplayScope& scope, const QueryCache::Entry& query, QueryC
   if (as != Binding::FortranInt && slot && slot->object == query.object && slot->query == query.query)
     QueryCache::remember_answer(*slot, version, word, 1);
   return true;
+}
+
+// Shadow mode: the library refused a call on an object this very call adopted (the tool never saw
+// it made). The tool knew nothing to diverge from: it forgets the object and returns what the
+// library said. True if so.
+bool refused_unknown(const Call& call, ObjectKind kind, Handle h, int rc) {
+  if (rc == MPI_SUCCESS || !adopted_now(kind, h)) return false;
+  state().engine->forget_object(kind, h);
+  // A handle the tool saw freed, that the library was trusted with and refused: now certain.
+  if (t_adopted.was_freed) report_status(call, Status::ObjectUnknown, kind, h, 0, 0);
+  return true;
+}
+bool refused_unknown(const Call& call, ObjectKind kind, Handle h, int rc, ReplayScope& replay) {
+  if (rc == MPI_SUCCESS || !adopted_now(kind, h)) return false;
+  replay.replay().lenient = true;
+  replay.finish();
+  return refused_unknown(call, kind, h, rc);
 }
 
 int refuse(const Call& call, Result res, ObjectKind kind, Handle h, int user_key, int engine_key) {
@@ -314,6 +345,14 @@ int on_create_keyval(const Call& call, void* copy_fn, void* delete_fn, int* keyv
   }
   int engine_id = 0;
   const Result res = r.engine->create_keyval(spec, &engine_id, origin_here(call));
+  if (res.status == Status::CapacityExhausted) {
+    // No capacity may change what the program does: the library makes and serves it, unchecked.
+    note_limit("keyvals", "attrcheck's keyval table is full (2,097,151 live keyvals): keyvals created from now on "
+                          "go to the MPI library unchecked");
+    rc = forward(copy_fn, delete_fn, extra_state);
+    if (rc == MPI_SUCCESS) add_unchecked_key(*keyval);
+    return rc;
+  }
   if (!res.ok()) return r.mode == Mode::Shadow ? forward(copy_fn, delete_fn, extra_state) : MPI_ERR_OTHER;
   KeyRecord* rec = new_record(engine_id);
   rec->kind = kind;
@@ -355,16 +394,18 @@ int on_free_keyval(const Call& call, int* keyval, const FnRef<int()>& forward) {
   Runtime& r = state();
   const ObjectKind kind = call.api->kind;
   const int user_key = *keyval;
+  if (unchecked(kind, nullptr, &user_key)) return forward();
   int engine_key = to_engine_key(user_key);
   const Result res = r.engine->free_keyval(kind, &engine_key, origin_here(call));
   if (!res.ok()) return refuse(call, res, kind, 0, user_key, to_engine_key(user_key));
-  if (r.mode == Mode::Emulate) {
-    *keyval = MPI_KEYVAL_INVALID;
-    return MPI_SUCCESS;
+  *keyval = MPI_KEYVAL_INVALID;
+  if (r.mode == Mode::Shadow) {
+    // The library's free is held back (keyvals.cpp), so that it does not hand the number out again
+    // while stale copies of it may still be around. (forward stays unused: it would free it now.)
+    (void)forward;
+    quarantine_keyval(kind, user_key);
   }
-  rc = forward();
-  if (rc != MPI_SUCCESS) result_divergence(call, rc, res, user_key);
-  return rc;
+  return MPI_SUCCESS;
 }
 
 // ---- attributes ---------------------------------------------------------------------------------
@@ -390,18 +431,22 @@ int on_set_attr(const Call& call, Handle h, int key, std::uint64_t word, const F
   Runtime& r = state();
   const ObjectKind kind = call.api->kind;
   if (in_callback_for(kind, h)) return reentrant(call, kind, h);
+  if (unchecked(kind, &h, &key)) return forward();
   const Origin origin = origin_site(call);
   if (r.mode == Mode::Emulate) {
-    const Result res = with_object(kind, h, [&] {
+    const Result res = with_object(call, kind, h, [&] {
       return r.engine->set_attr(kind, h, key, call.api->binding, word, origin);
     });
     return res.ok() ? MPI_SUCCESS : refuse(call, res, kind, h, key, key);
   }
   int engine_key = 0;
+  t_adopted.set = false;
   const Result res = check_modify(call, h, key, &engine_key, nullptr, true);
   if (!res.ok()) return refuse(call, res, kind, h, key, engine_key);
   ReplayScope replay(call, false);
-  return mirror_library_set(call, h, key, word, forward(), replay);
+  rc = forward();
+  if (refused_unknown(call, kind, h, rc, replay)) return rc;
+  return mirror_library_set(call, h, key, word, rc, replay);
 }
 
 void apply_pending() noexcept {
@@ -489,6 +534,7 @@ int on_get_attr(const Call& call, Handle h, int key, void* value_out, int* flag,
   if (!enter(call, &rc)) return rc;
   Runtime& r = state();
   const ObjectKind kind = call.api->kind;
+  if (unchecked(kind, &h, &key)) return forward();
   const Binding as = call.api->binding;
   const std::uint64_t layout = layout_stamp();
   const std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
@@ -496,7 +542,8 @@ int on_get_attr(const Call& call, Handle h, int key, void* value_out, int* flag,
   std::uint64_t model = 0;  // the value as the caller reads it (the first value_size bytes)
   int model_flag = 0;
   bool truncated = false;
-  const Result res = with_object(kind, h, [&] {
+  t_adopted.set = false;
+  const Result res = with_object(call, kind, h, [&] {
     return r.engine->get_attr(kind, h, engine_key, as, &model, &model_flag, &truncated);
   });
   if (!res.ok()) return refuse(call, res, kind, h, key, engine_key);
@@ -510,7 +557,9 @@ int on_get_attr(const Call& call, Handle h, int key, void* value_out, int* flag,
     QueryCache::remember_answer(*q, version, model, model_flag);
   }
   if (r.mode == Mode::Emulate) return answer(as, model_flag, model, value_out, flag);
-  return compare_with_model(call, key, forward(), value_out, flag, model_flag, model);
+  rc = forward();
+  if (refused_unknown(call, kind, h, rc)) return rc;  // an object the tool never saw, refused by the library
+  return compare_with_model(call, key, rc, value_out, flag, model_flag, model);
 }
 
 int on_delete_attr(const Call& call, Handle h, int key, const FnRef<int()>& forward) {
@@ -520,7 +569,9 @@ int on_delete_attr(const Call& call, Handle h, int key, const FnRef<int()>& forw
   Runtime& r = state();
   const ObjectKind kind = call.api->kind;
   if (in_callback_for(kind, h)) return reentrant(call, kind, h);
+  if (unchecked(kind, &h, &key)) return forward();
   int engine_key = 0, present = 0;
+  t_adopted.set = false;
   Result res = check_modify(call, h, key, &engine_key, &present);
   if (!res.ok()) return refuse(call, res, kind, h, key, engine_key);
   if (!present) {  // not an error by the standard, but not portable
@@ -534,6 +585,7 @@ int on_delete_attr(const Call& call, Handle h, int key, const FnRef<int()>& forw
   ReplayScope replay(call, false);
   rc = forward();
   if (rc != MPI_SUCCESS) replay.replay().lenient = true;
+  if (refused_unknown(call, kind, h, rc, replay)) return rc;
   res = r.engine->delete_attr(kind, h, engine_key);
   replay.finish();
   if ((rc == MPI_SUCCESS) != res.ok()) result_divergence(call, rc, res, key);
@@ -549,10 +601,12 @@ void register_new(ObjectKind kind, Handle h, Origin origin) {
   if (h == null_handle(kind)) return;
   note_created(kind, h);
   Engine& e = *state().engine;
-  if (e.create_object(kind, h, kObjectNone, origin).status == Status::ObjectExists) {
+  Status s = e.create_object(kind, h, kObjectNone, origin).status;
+  if (s == Status::ObjectExists) {
     e.forget_object(kind, h);
-    e.create_object(kind, h, kObjectNone, origin);
+    s = e.create_object(kind, h, kObjectNone, origin).status;
   }
+  if (s == Status::CapacityExhausted) object_limit();
 }
 
 // A handle the library will never hand out, for mirroring a dup the library refused.
@@ -570,7 +624,9 @@ int on_dup(const Call& call, Handle old, const FnRef<int(Handle*)>& forward, con
   Runtime& r = state();
   Engine& e = *r.engine;
   const ObjectKind kind = call.api->kind;
-  const Result check = check_object(kind, old);
+  if (unchecked(kind, &old, nullptr)) return forward(&fresh);
+  t_adopted.set = false;
+  const Result check = check_object(call, kind, old);
   if (!check.ok()) return refuse(call, check, kind, old, 0, 0);
   if (r.mode == Mode::Emulate) {
     rc = forward(&fresh);
@@ -579,6 +635,12 @@ int on_dup(const Call& call, Handle old, const FnRef<int(Handle*)>& forward, con
     e.forget_object(kind, fresh);  // a stale registration of a reused handle, if any
     const Result res = e.dup_object(kind, old, fresh, origin_site(call));
     if (res.ok()) return MPI_SUCCESS;
+    if (res.status == Status::CapacityExhausted) {
+      // The engine cannot hold the copy: the library's dup has to serve it, attributes included,
+      // which it cannot for emulated keyvals. Say so once; the new object goes unchecked.
+      object_limit();
+      return MPI_SUCCESS;
+    }
     undo();
     return refuse(call, res, kind, old, 0, 0);
   }
@@ -599,6 +661,12 @@ int on_dup(const Call& call, Handle old, const FnRef<int(Handle*)>& forward, con
     note_created(kind, fresh);
     e.forget_object(kind, fresh);  // a stale registration of a reused handle, if any
     res = e.dup_object(kind, old, fresh, origin_site(call));
+    if (res.status == Status::CapacityExhausted) {  // the new object goes unchecked
+      replay.replay().lenient = true;
+      replay.finish();
+      object_limit();
+      return rc;
+    }
     replay.finish();
     if (!res.ok()) {
       result_divergence(call, rc, res, 0);
@@ -608,6 +676,7 @@ int on_dup(const Call& call, Handle old, const FnRef<int(Handle*)>& forward, con
   }
   // The library refused (a copy callback failed, or it ran out of something): the model must
   // fail too, replaying what the library ran.
+  if (refused_unknown(call, kind, old, rc, replay)) return rc;
   replay.replay().lenient = true;
   const Handle scratch = scratch_handle();
   res = e.dup_object(kind, old, scratch);
@@ -653,6 +722,32 @@ int on_construct(const Call& call, const FnRef<int(Handle*)>& forward) {
   return rc;
 }
 
+int on_obtain(const Call& call, Returns how, const FnRef<int(std::vector<Handle>*)>& forward) {
+  CallScope scope(call);
+  int rc;
+  std::vector<Handle> got;
+  if (!enter(call, &rc)) return rc == kPassThrough ? forward(&got) : rc;
+  rc = forward(&got);
+  if (rc != MPI_SUCCESS) return rc;
+  Engine& e = *state().engine;
+  const ObjectKind kind = call.api->kind;
+  for (const Handle h : got) {
+    if (h == null_handle(kind)) continue;
+    ObjectInfo info{};
+    if (!e.object_info(kind, h, &info)) {  // new to the tool, or freed through it: live again
+      note_created(kind, h);
+      adopt(kind, h);
+    } else if (info.flags & kObjectPredefined) {
+      continue;  // MPI_INT & co: the constants themselves
+    } else if (how == Returns::Alias) {
+      add_reference(kind, h);
+    } else if (how == Returns::New) {
+      register_new(kind, h, origin_site(call));  // a registration the tool missed the end of
+    }
+  }
+  return rc;
+}
+
 int on_free(const Call& call, Handle h, const FnRef<int()>& forward) {
   CallScope scope(call);
   int rc;
@@ -661,24 +756,40 @@ int on_free(const Call& call, Handle h, const FnRef<int()>& forward) {
   Engine& e = *r.engine;
   const ObjectKind kind = call.api->kind;
   if (in_callback_for(kind, h)) return reentrant(call, kind, h);
+  if (unchecked(kind, &h, nullptr)) return forward();
+  if (drop_reference(kind, h)) {
+    // One of several references to a live object (MPI_Type_get_contents handed it out again): the
+    // library drops it and the object lives on, with its attributes.
+    ReplayScope replay(call, true);
+    rc = forward();
+    replay.finish();
+    if (rc != MPI_SUCCESS) add_reference(kind, h);
+    return rc;
+  }
+  t_adopted.set = false;
   if (r.mode == Mode::Emulate) {
-    const Result res = with_object(kind, h, [&] { return e.free_object(kind, h); });
+    const Result res = with_object(call, kind, h, [&] { return e.free_object(kind, h); });
     if (!res.ok()) return refuse(call, res, kind, h, 0, 0);
     rc = forward();
     if (rc == MPI_SUCCESS) note_freed(kind, h);
     return rc;
   }
   ObjectInfo info{};
-  Result res = check_object(kind, h, &info);
+  Result res = check_object(call, kind, h, &info);
   if (res.ok() && (info.flags & kObjectPredefined)) res.status = Status::ObjectPredefined;
   if (!res.ok()) return refuse(call, res, kind, h, 0, 0);
+  const bool adopted = adopted_now(kind, h);
   ReplayScope replay(call, false);
   rc = forward();
   if (rc != MPI_SUCCESS) replay.replay().lenient = true;
+  // A handle the tool never saw made, and the library refuses it: nothing was known to diverge
+  // from (e.g. the handle Open MPI leaves behind after a failed MPI_Type_dup).
+  if (adopted && refused_unknown(call, kind, h, rc, replay)) return rc;
   res = e.free_object(kind, h);
   replay.finish();
   if (rc == MPI_SUCCESS) {
     note_freed(kind, h);
+    forget_references(kind, h);
     if (!res.ok()) {
       result_divergence(call, rc, res, 0);
       e.forget_object(kind, h);
@@ -727,6 +838,7 @@ int on_finalize(const Call& call, const FnRef<int()>& forward) {
   g_fast.open.store(false, std::memory_order_release);
   r.engine->advance_layout();  // every remembered query is void
   r.phase.store(static_cast<int>(Phase::Finalizing), std::memory_order_release);
+  if (r.mode == Mode::Shadow) release_quarantine();  // the library frees the keyvals held back
   FinalizeOptions options;
   options.delete_world_attributes = true;  // what Open MPI 4.1 and MPICH do natively
   int rc;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "attrcheck/engine.hpp"
 
@@ -51,7 +52,7 @@ struct Call {
   const void* caller;  // return address into the application
 };
 
-enum class Op { CreateKeyval, FreeKeyval, SetAttr, GetAttr, DeleteAttr, Dup, Construct, Free, Init, Finalize, Abort };
+enum class Op { CreateKeyval, FreeKeyval, SetAttr, GetAttr, DeleteAttr, Dup, Construct, Obtain, Free, Init, Finalize, Abort };
 
 // False when the call should go straight to PMPI (mode=off).
 extern bool g_off;  // set once, before any wrapper can run (the configuration is read at load)
@@ -82,6 +83,15 @@ int on_get_attr(const Call& call, Handle object, int keyval, void* value_out, in
 int on_delete_attr(const Call& call, Handle object, int keyval, const FnRef<int()>& forward);
 int on_dup(const Call& call, Handle object, const FnRef<int(Handle*)>& forward, const FnRef<void()>& undo);
 int on_construct(const Call& call, const FnRef<int(Handle*)>& forward);
+// A call that returns handles to objects the user may free, which are not (only) new objects:
+//   Alias: a live object's handle again, one more free owed (MPI_Type_get_contents);
+//   Same:  the same object's handle every time (MPI_Comm_get_parent);
+//   New:   new objects (MPI_File_get_view).
+// Whatever the tool knew of a returned handle, it is live from now on.
+enum class Returns { Alias, Same, New };
+int on_obtain(const Call& call, Returns how, const FnRef<int(std::vector<Handle>*)>& forward);
+// How many datatypes MPI_Type_get_contents wrote (its envelope's count, at most `max`).
+int contents_datatypes(MPI_Datatype type, int max) noexcept;
 int on_free(const Call& call, Handle object, const FnRef<int()>& forward);
 int on_init(const Call& call, int required, const FnRef<int(int* provided)>& forward);
 int on_finalize(const Call& call, const FnRef<int()>& forward);

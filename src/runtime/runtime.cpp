@@ -51,6 +51,15 @@ bool set_provenance(Runtime& r, const char* v) {
   if (!std::strcmp(v, "site")) return r.provenance_stacks = false, true;
   return false;
 }
+bool set_capacity(std::uint32_t* out, const char* v) {
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  if (!*v || *end || n < 1 || n > (1L << 22)) return false;
+  *out = static_cast<std::uint32_t>(n);
+  return true;
+}
+bool set_max_keyvals(Runtime& r, const char* v) { return set_capacity(&r.max_keyvals, v); }
+bool set_max_objects(Runtime& r, const char* v) { return set_capacity(&r.max_objects, v); }
 bool set_output(Runtime& r, const char* v) {
   if (!*v || std::strlen(v) >= sizeof r.output_dir) return false;
   std::snprintf(r.output_dir, sizeof r.output_dir, "%s", v);
@@ -64,6 +73,9 @@ constexpr Flag kFlags[] = {
     {"ATTRCHECK_STACK_DEPTH", "0..16 frames per stack", set_stack_depth},
     {"ATTRCHECK_RANK_SUMMARY", "1 or 0: each rank prints its summary on stderr", set_rank_summary},
     {"ATTRCHECK_PROVENANCE", "stack or site: what keyval creations and frees record", set_provenance},
+    // Testing only: lower capacities, to test what happens at them (tool.limit) quickly.
+    {"ATTRCHECK_MAX_KEYVALS", "1..4194304 keyvals the engine holds (testing)", set_max_keyvals},
+    {"ATTRCHECK_MAX_OBJECTS", "1..4194304 objects the engine holds (testing)", set_max_objects},
 };
 
 const char* mode_name(Mode m) {
@@ -491,6 +503,7 @@ bool prepare_report(Runtime& r, const char* name) {
 
 std::atomic<Runtime*> g_runtime{nullptr};
 bool g_off = false;
+bool g_shadow = false;
 FastState g_fast;
 
 Runtime& create_state() noexcept {
@@ -511,6 +524,8 @@ Runtime& create_state() noexcept {
     config.null_handle[static_cast<int>(ObjectKind::Type)] = handle(MPI_DATATYPE_NULL);
     config.null_handle[static_cast<int>(ObjectKind::Win)] = handle(MPI_WIN_NULL);
     config.invoker = new RuntimeInvoker;
+    config.max_keyvals = rt->max_keyvals;
+    config.max_objects = rt->max_objects;
     rt->engine = new Engine(config);
     g_fast.version = rt->engine->version_counter();
     g_fast.layout = rt->engine->layout_counter();
@@ -528,138 +543,6 @@ __attribute__((constructor)) void load_configuration() { create_state(); }
 }  // namespace
 
 
-// ---- keyvals ----------------------------------------------------------------------------------
-
-KeyRecord* record_for(int engine_id) noexcept {
-  if (engine_id <= 0) return nullptr;
-  const unsigned slot = static_cast<unsigned>(engine_id) & 0xFFFF;
-  KeyRecord* chunk = state().records[slot / Runtime::kChunk].load(std::memory_order_acquire);
-  if (!chunk) return nullptr;
-  KeyRecord* rec = &chunk[slot % Runtime::kChunk];
-  return rec->engine_id.load(std::memory_order_acquire) == engine_id ? rec : nullptr;
-}
-
-KeyRecord* new_record(int engine_id) {
-  Runtime& r = state();
-  const unsigned slot = static_cast<unsigned>(engine_id) & 0xFFFF;
-  std::atomic<KeyRecord*>& dir = r.records[slot / Runtime::kChunk];
-  KeyRecord* chunk = dir.load(std::memory_order_acquire);
-  if (!chunk) {  // only allocating a chunk needs a lock; the engine hands each slot to one keyval
-    static std::mutex mu;
-    std::lock_guard<std::mutex> lock(mu);
-    chunk = dir.load(std::memory_order_acquire);
-    if (!chunk) {
-      chunk = new KeyRecord[Runtime::kChunk];
-      dir.store(chunk, std::memory_order_release);
-    }
-  }
-  KeyRecord* rec = &chunk[slot % Runtime::kChunk];
-  rec->engine_id.store(0, std::memory_order_release);
-  return rec;
-}
-
-bool g_shadow = false;
-
-int to_engine_key_shadow(int user_key) noexcept {
-  Runtime& r = state();
-  if (user_key == MPI_KEYVAL_INVALID || is_predefined_key(user_key)) return user_key;
-  int id = 0;
-  if (user_key >= 0 && user_key < Runtime::kSmallKeys) {
-    id = r.small_keys[user_key].load(std::memory_order_acquire);
-  } else {
-    std::lock_guard<std::mutex> lock(r.big_keys_mu);
-    auto it = r.big_keys.find(user_key);
-    if (it != r.big_keys.end()) id = it->second;
-  }
-  return id ? id : (1 << 16);  // slot 0 is never an engine keyval: "unknown"
-}
-
-void map_key(int user_key, int engine_id) noexcept {
-  Runtime& r = state();
-  if (user_key >= 0 && user_key < Runtime::kSmallKeys) {
-    r.small_keys[user_key].store(engine_id, std::memory_order_release);
-  } else {
-    std::lock_guard<std::mutex> lock(r.big_keys_mu);
-    r.big_keys[user_key] = engine_id;
-  }
-  r.engine->advance_layout();  // queries remembered with the old mapping are void
-}
-
-namespace {
-struct PredefinedKey {
-  int id;
-  ObjectKind kind;
-  const char* name;
-};
-constexpr PredefinedKey kPredefinedKeys[] = {
-    {MPI_TAG_UB, ObjectKind::Comm, "MPI_TAG_UB"},
-    {MPI_HOST, ObjectKind::Comm, "MPI_HOST"},
-    {MPI_IO, ObjectKind::Comm, "MPI_IO"},
-    {MPI_WTIME_IS_GLOBAL, ObjectKind::Comm, "MPI_WTIME_IS_GLOBAL"},
-    {MPI_APPNUM, ObjectKind::Comm, "MPI_APPNUM"},
-    {MPI_UNIVERSE_SIZE, ObjectKind::Comm, "MPI_UNIVERSE_SIZE"},
-    {MPI_LASTUSEDCODE, ObjectKind::Comm, "MPI_LASTUSEDCODE"},
-    {MPI_WIN_BASE, ObjectKind::Win, "MPI_WIN_BASE"},
-    {MPI_WIN_SIZE, ObjectKind::Win, "MPI_WIN_SIZE"},
-    {MPI_WIN_DISP_UNIT, ObjectKind::Win, "MPI_WIN_DISP_UNIT"},
-    {MPI_WIN_CREATE_FLAVOR, ObjectKind::Win, "MPI_WIN_CREATE_FLAVOR"},
-    {MPI_WIN_MODEL, ObjectKind::Win, "MPI_WIN_MODEL"},
-};
-}  // namespace
-
-// Open MPI numbers them 0..11: one bit test on the hot path; other libraries scan the table.
-constexpr std::uint64_t predefined_bits() {
-  std::uint64_t bits = 0;
-  for (const PredefinedKey& p : kPredefinedKeys)
-    if (p.id >= 0 && p.id < 64) bits |= std::uint64_t{1} << p.id;
-  return bits;
-}
-constexpr bool predefined_outside_bits() {
-  for (const PredefinedKey& p : kPredefinedKeys)
-    if (p.id < 0 || p.id >= 64) return true;
-  return false;
-}
-const std::uint64_t g_predefined_small = predefined_bits();
-const bool g_predefined_large = predefined_outside_bits();
-
-bool is_predefined_key_slow(int key) noexcept {
-  for (const PredefinedKey& p : kPredefinedKeys)
-    if (p.id == key) return true;
-  return false;
-}
-
-// ---- objects ----------------------------------------------------------------------------------
-
-bool adopt(ObjectKind kind, Handle h) {
-  Runtime& r = state();
-  {
-    std::lock_guard<std::mutex> lock(r.freed_mu);
-    if (r.freed[static_cast<int>(kind)].count(h)) return false;
-  }
-  std::uint8_t flags = kObjectNone;
-  if (kind == ObjectKind::Type && phase() != Phase::BeforeInit) {
-    int ni = 0, na = 0, nd = 0, combiner = 0;
-    if (PMPI_Type_get_envelope(from_handle<MPI_Datatype>(h), &ni, &na, &nd, &combiner) == MPI_SUCCESS &&
-        combiner == MPI_COMBINER_NAMED)
-      flags = kObjectPredefined;  // MPI_INT & co: attributes are fine, freeing is not
-  }
-  const Status s = r.engine->create_object(kind, h, flags).status;
-  return s == Status::Ok || s == Status::ObjectExists;
-}
-
-void note_freed(ObjectKind kind, Handle h) {
-  Runtime& r = state();
-  std::lock_guard<std::mutex> lock(r.freed_mu);
-  auto& set = r.freed[static_cast<int>(kind)];
-  if (set.size() > 100000) set.clear();  // bounded: forget the oldest knowledge wholesale
-  set.insert(h);
-}
-
-void note_created(ObjectKind kind, Handle h) {
-  Runtime& r = state();
-  std::lock_guard<std::mutex> lock(r.freed_mu);
-  r.freed[static_cast<int>(kind)].erase(h);
-}
 
 void* trampoline_copy(ObjectKind kind) noexcept {
   switch (kind) {
@@ -752,11 +635,6 @@ void add_keyval_provenance(FindingInput& in, ProvenanceStorage& storage, int eng
 // ---- findings and errors ------------------------------------------------------------------------
 
 void* fortran_pmpi(const char* name) noexcept { return dlsym(RTLD_DEFAULT, name); }
-
-bool live_object(ObjectKind kind, Handle h) noexcept {
-  ObjectInfo info{};
-  return state().engine->object_info(kind, h, &info);
-}
 
 bool library_attr(ObjectKind kind, Handle h, int key, std::uint64_t* value, Binding lang) noexcept {
   if (lang != Binding::C) {
@@ -994,7 +872,7 @@ void started(int provided) {
   }
   r.engine->create_object(ObjectKind::Comm, r.world, kObjectPredefined | kObjectWorld);
   r.engine->create_object(ObjectKind::Comm, r.self, kObjectPredefined | kObjectSelf);
-  for (const PredefinedKey& p : kPredefinedKeys) r.engine->register_predefined_keyval(p.kind, p.id, p.name);
+  register_predefined_keys(*r.engine);
 
   // The report is named by rank (and spawned job) from now on; one written before MPI_Init
   // (pid-N.json) moves.

@@ -113,6 +113,7 @@ struct Runtime {
   char output_dir[900] = "attrcheck-out";
   bool rank_summary = true;  // each rank prints its own summary (the launcher turns it off)
   bool provenance_stacks = true;  // keyval create / free keep whole stacks (else the call site)
+  std::uint32_t max_keyvals = 0, max_objects = 0;  // testing: lower engine capacities (0: its own)
 
   std::atomic<int> phase{static_cast<int>(Phase::BeforeInit)};
   int thread_level = MPI_THREAD_SINGLE;
@@ -125,8 +126,8 @@ struct Runtime {
   ReportFile report;
   std::atomic<std::uint64_t> written_version{~0ULL};
 
-  // Keyval records, indexed by engine slot.
-  static constexpr int kChunks = 256, kChunk = 256;
+  // Keyval records, indexed by engine slot (every slot the engine can hand out).
+  static constexpr int kChunk = 1024, kChunks = (1 << kKeyvalSlotBits) / kChunk;
   std::atomic<KeyRecord*> records[kChunks] = {};
 
   // Shadow mode: the library's keyval -> engine keyval.
@@ -138,6 +139,17 @@ struct Runtime {
   // Handles freed through the tool and not handed out again: using one is object.invalid.
   std::mutex freed_mu;
   std::unordered_set<Handle> freed[kObjectKinds];
+  // Extra references the library handed out to live objects (MPI_Type_get_contents), each owed
+  // one free before the object goes; reference_count: their total, so frees check it in one load.
+  std::unordered_map<Handle, int> references[kObjectKinds];
+  std::atomic<long> reference_count{0};
+
+  // Past a capacity of the engine (tool.limit, reported once each), calls are passed to the library
+  // unchecked: keyvals created since (unchecked_keys), and objects the engine cannot register.
+  std::atomic<bool> limited{false};
+  std::atomic<bool> objects_full{false};
+  std::mutex unchecked_mu;
+  std::unordered_set<int> unchecked_keys;
 
   Handle world = 0, self = 0;
 
@@ -163,6 +175,11 @@ inline int to_engine_key(int user_key) noexcept {  // shadow: the library's id m
 }
 void map_key(int user_key, int engine_id) noexcept;
 bool is_predefined_key_slow(int key) noexcept;
+void register_predefined_keys(Engine& e);
+// Shadow mode: a keyval the user freed, whose library free is held back for a while so that the
+// library does not reissue its number at once (keyvals.cpp); all are released at MPI_Finalize.
+void quarantine_keyval(ObjectKind kind, int user_key) noexcept;
+void release_quarantine() noexcept;
 extern const std::uint64_t g_predefined_small;  // bit k: key k (0..63) is predefined
 extern const bool g_predefined_large;            // some predefined key is outside 0..63 (MPICH)
 inline bool is_predefined_key(int key) noexcept {
@@ -170,12 +187,41 @@ inline bool is_predefined_key(int key) noexcept {
   return g_predefined_large && is_predefined_key_slow(key);
 }
 
-// Objects: registers an unknown, non-null handle the tool never saw created (predefined
-// datatypes, objects MPI made internally). False if the handle was freed through the tool.
-bool adopt(ObjectKind kind, Handle h);
+// Objects (objects.cpp): registers an unknown, non-null handle the tool never saw created
+// (predefined datatypes, objects MPI made internally). False if the handle was freed through the
+// tool and no call returned it since, unless `library_vouches` (the handle came through the
+// library's Fortran handle table) or a callback is running for it.
+bool adopt(ObjectKind kind, Handle h, bool library_vouches = false);
+// The object adopt() last registered on this thread: a hook that adopted its object does not
+// know it was live, so the library's refusal of it is no divergence. Hooks clear it first.
+struct Adopted {
+  Handle h;
+  ObjectKind kind;
+  bool set;
+  bool was_freed;  // the tool had seen it freed (the library vouched for it, see adopt)
+};
+extern __thread Adopted t_adopted;
+inline bool adopted_now(ObjectKind kind, Handle h) noexcept {
+  return t_adopted.set && t_adopted.h == h && t_adopted.kind == kind;
+}
+// Past the engine's capacity (objects.cpp): reports tool.limit once per `what`, and from then on
+// unchecked() says which calls go to the library unchecked (a key created past the keyval limit,
+// an object the engine could not register).
+void note_limit(const char* what, const char* detail);
+void add_unchecked_key(int key);
+void object_limit();  // the engine could not register an object
+bool unchecked_slow(ObjectKind kind, const Handle* h, const int* key);
+inline bool unchecked(ObjectKind kind, const Handle* h, const int* key) {  // either may be null
+  return __builtin_expect(state().limited.load(std::memory_order_relaxed), 0) && unchecked_slow(kind, h, key);
+}
 void note_freed(ObjectKind kind, Handle h);
 void note_created(ObjectKind kind, Handle h);
 bool live_object(ObjectKind kind, Handle h) noexcept;
+// A live object's handle returned again by the library (one more free owed), and its free.
+// drop_reference: true when the free only dropped such a reference (the object lives on).
+void add_reference(ObjectKind kind, Handle h);
+bool drop_reference(ObjectKind kind, Handle h);
+void forget_references(ObjectKind kind, Handle h);
 // Asks the library (PMPI) whether `h` carries attribute `key` (the user's keyval number).
 // `lang`: how the value was set (a Fortran-set value is read as Fortran reads it).
 bool library_attr(ObjectKind kind, Handle h, int key, std::uint64_t* value, Binding lang = Binding::C) noexcept;

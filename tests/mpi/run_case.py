@@ -12,6 +12,7 @@ A case is a C, C++ or Fortran program whose first comment lines (// or !) say wh
   // expect-everywhere: keyval.leak              the rule is reported on every one of them
   // expect-message: RULE TEXT                   some RULE finding's message contains TEXT (repeatable)
   // expect-where: RULE FUNCTION                 every RULE finding's site is symbolized to FUNCTION
+  // env: NAME=VALUE ...                         extra environment for the run under attrcheck
 
 usage: run_case.py --launcher BIN --exe PROGRAM --source CASE.c --mode MODE --workdir DIR
 """
@@ -49,7 +50,7 @@ TIMEOUT = 120
 
 def header(source):
     spec = {"np": 2, "modes": ["shadow", "emulate"], "expect": [], "clean": False, "exit": "0", "native": None,
-            "processes": None, "everywhere": [], "messages": [], "where": []}
+            "processes": None, "everywhere": [], "messages": [], "where": [], "env": {}}
     with open(source) as f:
         for line in f:
             line = line.strip()
@@ -84,6 +85,10 @@ def header(source):
             elif body.startswith("expect-where:"):
                 rule, function = body.split(":", 1)[1].split()
                 spec["where"].append((rule, function))
+            elif body.startswith("env:"):
+                for item in body.split(":", 1)[1].split():
+                    name, _, value = item.partition("=")
+                    spec["env"][name] = value
     return spec
 
 
@@ -109,7 +114,7 @@ def main():
     out = os.path.join(a.workdir, "out")
     mpirun = ["mpirun", "-np", str(spec["np"]), a.exe]
     cmd = [a.launcher, "--mode", a.mode, "--output", out, "--fail-on", "never", "--"] + mpirun
-    proc = subprocess.run(cmd, env=env, cwd=a.workdir, capture_output=True, text=True, timeout=TIMEOUT)
+    proc = subprocess.run(cmd, env=dict(env, **spec["env"]), cwd=a.workdir, capture_output=True, text=True, timeout=TIMEOUT)
     failures = []
     print("$ " + " ".join(cmd))
     print(proc.stdout)

@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""Runs a real MPI client natively and under the attrcheck launcher and compares the two runs.
+
+The test passes when, under attrcheck in the given mode:
+  - the command ends with the native run's exit status (which must be 0),
+  - every rank's stdout equals the native run's (mpirun --output-filename keeps one file per rank,
+    so the interleaving of ranks does not matter; lines matching an --ignore regex are dropped in
+    both; --tag-output would not do: Open MPI tags each chunk a rank writes, even mid-line),
+  - every rank wrote a report (attrcheck really ran in it), the merged report matches the schema,
+  - the merged report has no error or warning finding, except those the client's allow-list
+    (--allow FILE) names. The allow-list is a suppressions file (README, Suppressions) given to
+    the launcher, so allowed findings are moved to the report's "suppressed" list; every entry
+    must say why on its own line as a trailing "# reason" comment.
+
+usage: run_real.py --launcher BIN --mode MODE --np N --workdir DIR [--allow FILE]
+                   [--ignore REGEX]... [--timeout SECONDS] -- COMMAND [ARGS...]
+The command is what mpirun starts on each rank (a program and its arguments).
+"""
+import argparse
+import difflib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "mpi"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "reports"))
+import attrcheck_report as reports  # noqa: E402
+from run_case import ENV, schema_errors  # noqa: E402  (the MPI tests' environment and schema check)
+
+def per_rank(directory, ignore):
+    """{rank: [lines]} of the first job's stdout files that `mpirun --output-filename DIR` wrote
+    (DIR/JOB/rank.N/stdout; jobs a program spawns get later JOB numbers)."""
+    ranks = {}
+    jobs = sorted((d for d in os.listdir(directory) if d.isdigit()), key=int) if os.path.isdir(directory) else []
+    if not jobs:
+        return ranks
+    job = os.path.join(directory, jobs[0])
+    for entry in os.listdir(job):
+        if entry.startswith("rank.") and entry[5:].isdigit():
+            with open(os.path.join(job, entry, "stdout"), errors="replace") as f:
+                ranks[int(entry[5:])] = [line for line in f.read().splitlines()
+                                         if not any(r.search(line) for r in ignore)]
+    return ranks
+
+
+def allow_list_problems(path):
+    """An allow-list entry without its reason is a failure: every allowed finding is documented."""
+    problems = []
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            text, _, reason = line.partition("#")
+            if text.strip() and not reason.strip():
+                problems.append(f"{path}:{number}: allow-list entry without a '# reason': {text.strip()}")
+    try:
+        reports.load_suppressions(path)
+    except reports.ReportError as e:
+        problems.append(str(e))
+    return problems
+
+
+def run(cmd, env, cwd, timeout):
+    try:
+        return subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        err = e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
+        return subprocess.CompletedProcess(cmd, f"timeout after {timeout} s", out, err)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--launcher", required=True)
+    ap.add_argument("--mode", required=True, choices=("shadow", "emulate"))
+    ap.add_argument("--np", type=int, required=True)
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--allow", help="allow-list (suppressions file) of documented true positives")
+    ap.add_argument("--ignore", action="append", default=[], help="regex of stdout lines that may differ")
+    ap.add_argument("--timeout", type=int, default=240)
+    ap.add_argument("command", nargs=argparse.REMAINDER)
+    a = ap.parse_args()
+    command = a.command[1:] if a.command[:1] == ["--"] else a.command
+    if not command:
+        ap.error("no command given")
+    ignore = [re.compile(r) for r in a.ignore]
+    a.workdir = os.path.abspath(a.workdir)  # the runs use their own directories as cwd
+    failures = []
+
+    env = dict(os.environ, **ENV)
+    env.pop("ATTRCHECK_SUPPRESSIONS", None)  # only the allow-list given here may hide findings
+    shutil.rmtree(a.workdir, ignore_errors=True)
+    native_dir, checked_dir = os.path.join(a.workdir, "native"), os.path.join(a.workdir, "attrcheck")
+    os.makedirs(native_dir)
+    os.makedirs(checked_dir)  # each run in its own directory: clients write files to the cwd
+    out = os.path.join(a.workdir, "report")
+    def mpirun(directory):
+        return ["mpirun", "--output-filename", os.path.join(directory, "stdout"), "-np", str(a.np)] + command
+
+    native = run(mpirun(native_dir), env, native_dir, a.timeout)
+    launcher = [os.path.abspath(a.launcher), "--mode", a.mode, "--output", out, "--fail-on", "never"]
+    if a.allow:
+        failures.extend(allow_list_problems(a.allow))
+        launcher += ["--suppressions", a.allow]
+    checked_cmd = launcher + ["--"] + mpirun(checked_dir)
+    checked = run(checked_cmd, env, checked_dir, a.timeout)
+    print("$ " + " ".join(checked_cmd))
+    print(checked.stdout)
+    print(checked.stderr, file=sys.stderr)
+
+    if native.returncode != 0:  # a client broken natively would make any comparison moot
+        failures.append(f"the native run failed ({native.returncode}): {native.stderr[-2000:]}")
+    if native.returncode != checked.returncode:
+        failures.append(f"exit status {checked.returncode} under attrcheck, {native.returncode} natively")
+
+    want = per_rank(os.path.join(native_dir, "stdout"), ignore)
+    got = per_rank(os.path.join(checked_dir, "stdout"), ignore)
+    if sorted(want) != list(range(a.np)):
+        failures.append(f"the native run left stdout files for ranks {sorted(want)}, expected {a.np}")
+    for rank in sorted(set(want) | set(got)):
+        if want.get(rank, []) != got.get(rank, []):
+            diff = difflib.unified_diff(want.get(rank, []), got.get(rank, []), "native", "attrcheck",
+                                        lineterm="", n=2)
+            failures.append(f"rank {rank}: stdout differs from the native run:\n" + "\n".join(list(diff)[:60]))
+
+    merged = {"findings": [], "ranks": [], "suppressed": []}
+    try:
+        merged = reports.load(os.path.join(out, "report.json"))
+        failures.extend(schema_errors(os.path.join(out, "report.json")))
+    except reports.ReportError as e:
+        failures.append(str(e))
+    seen = sorted(r["rank"] for r in merged.get("ranks", []))
+    if seen != list(range(a.np)):
+        failures.append(f"rank reports {seen}, expected one from each of {a.np} ranks (did attrcheck load?)")
+    for f in merged.get("findings", []):
+        if f["severity"] in ("error", "warning"):
+            site = f.get("site") or {}
+            where = site.get("function") or site.get("module") or "?"
+            failures.append(f"{f['severity']} {f['rule']} x{f.get('count', 1)} at {where}: {f['message']}")
+    for s in merged.get("suppressed", []):
+        print(f"allowed: {s['rule']} x{s.get('count', 1)} ({s.get('suppression')}): {s.get('message')}")
+
+    if failures:
+        print(json.dumps(merged.get("findings", []), indent=1)[:6000], file=sys.stderr)
+        for f in failures:
+            print(f"FAIL: {f}", file=sys.stderr)
+        return 1
+    print(f"ok: {' '.join(command)} [{a.mode}, np={a.np}]")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
