@@ -1085,19 +1085,27 @@ struct Engine::Impl {
     return true;
   }
 
+  // The checks of a call that reads (get) or may delete an attribute (lock held): Ok with the
+  // attribute's record (nullptr if not set), or why the call is refused.
+  Status locate_attr(ObjectKind kind, Handle h, KeyvalId key, KeyUse use, const AttrRec** rec) const {
+    if (finalized_.load(std::memory_order_relaxed)) return Status::Finalized;
+    std::uint32_t slot;
+    Status s = find_object(kind, h, &slot);
+    if (s != Status::Ok) return s;
+    KeyvalSlot* k;
+    const PredefinedKeyval* pre;
+    s = check_keyval(kind, key, use, &k, &pre);
+    if (s != Status::Ok) return s;
+    *rec = find_attr(objects_.find(slot)->table.load(std::memory_order_relaxed), key);
+    return Status::Ok;
+  }
+
   Result get_attr_locked(ObjectKind kind, Handle h, KeyvalId key, Binding as, void* out, int* flag,
                          bool* truncated) const {
     Lock lk(mu_);
-    if (finalized_.load(std::memory_order_relaxed)) return {Status::Finalized, 0};
-    std::uint32_t slot;
-    Status s = find_object(kind, h, &slot);
+    const AttrRec* rec = nullptr;
+    const Status s = locate_attr(kind, h, key, KeyUse::Get, &rec);
     if (s != Status::Ok) return {s, 0};
-    KeyvalSlot* k;
-    const PredefinedKeyval* pre;
-    s = check_keyval(kind, key, KeyUse::Get, &k, &pre);
-    if (s != Status::Ok) return {s, 0};
-    const ObjectSlot* o = objects_.find(slot);
-    const AttrRec* rec = find_attr(o->table.load(std::memory_order_relaxed), key);
     if (!rec) {
       *flag = 0;
       if (truncated) *truncated = false;
@@ -1174,17 +1182,10 @@ struct Engine::Impl {
   // Engine::check_delete: delete_attr's checks, nothing changed.
   Result check_delete(ObjectKind kind, Handle h, KeyvalId key, int* present) const {
     Lock lk(mu_);
-    *present = 0;
-    if (finalized_.load(std::memory_order_relaxed)) return {Status::Finalized, 0};
-    std::uint32_t slot;
-    Status s = find_object(kind, h, &slot);
-    if (s != Status::Ok) return {s, 0};
-    KeyvalSlot* k;
-    const PredefinedKeyval* pre;
-    s = check_keyval(kind, key, KeyUse::Delete, &k, &pre);
-    if (s != Status::Ok) return {s, 0};
-    *present = find_attr(objects_.find(slot)->table.load(std::memory_order_relaxed), key) ? 1 : 0;
-    return {};
+    const AttrRec* rec = nullptr;
+    const Status s = locate_attr(kind, h, key, KeyUse::Delete, &rec);
+    *present = s == Status::Ok && rec ? 1 : 0;
+    return {s, 0};
   }
 
   Result delete_attr(ObjectKind kind, Handle h, KeyvalId key) {

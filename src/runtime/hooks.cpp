@@ -1,4 +1,5 @@
-// One hook per op: the checks each call gets, then the mode's behaviour.
+// One hook per op: the checks each call gets, then the mode's behaviour. This file: the shared
+// checks, keyvals and attributes; object_hooks.cpp: dup, constructors, free; lifecycle_hooks.cpp.
 //
 //   shadow:  checks -> refuse an erroneous call (it never reaches the library) -> forward to the
 //            library -> mirror the call in the engine, answering its callbacks with the ones the
@@ -10,30 +11,20 @@
 #include <cstring>
 #include <vector>
 
-#include "runtime/query_cache.hpp"
-#include "runtime/runtime.hpp"
-#include "runtime/set_path.hpp"
+#include "runtime/hook_common.hpp"
 
 namespace attrcheck::rt {
 
-#define ATTRCHECK_LIKELY(x) __builtin_expect(!!(x), 1)
-
 namespace {
-
 thread_local char t_token;  // its address identifies the thread
-
-// What enter() leaves in *rc for a lifecycle call from a thread the thread level does not allow:
-// forward it to the library and do nothing else.
-constexpr int kPassThrough = -0x7a77;
-
 }  // namespace
+
+const void* thread_token() noexcept { return &t_token; }
 
 __thread QueryCache t_queries;
 
-namespace {
-
 // Everything an intercepted call checks first. False: refuse with *rc.
-[[gnu::noinline]] bool enter_slow(const Call& call, int* rc) {
+bool enter_slow(const Call& call, int* rc) {
   Runtime& r = state();
   switch (phase()) {
     case Phase::BeforeInit:
@@ -74,44 +65,7 @@ namespace {
   return true;
 }
 
-// The common case in one inline test: MPI running, a current call, and a thread that passed the
-// thread-level check with no callback of ours running (t_cb_top). Anything else takes the full
-// path above.
-inline bool enter(const Call& call, int* rc) {
-  settle();  // whatever this call does sees every set made before it
-  const Runtime& r = state();
-  if (ATTRCHECK_LIKELY(static_cast<Phase>(r.phase.load(std::memory_order_acquire)) == Phase::Running &&
-                       !t_cb_top && !call.api->replacement))
-    return true;
-  return enter_slow(call, rc);
-}
-
-// Runs an engine operation on an object, registering the object first if the tool never saw it
-// created (predefined datatypes, objects MPI made internally) and it was not freed through us.
-// A Fortran call's handle came through the library's own Fortran handle table (f2c), which maps
-// only live objects: the tool's record of a freed handle value does not outweigh it (Fortran
-// constructors Open MPI runs without the C entry points may have reused the value).
-inline bool library_vouches(const Call& call) noexcept { return call.api->binding != Binding::C; }
-
-template <typename Op>
-Result with_object(const Call& call, ObjectKind kind, Handle h, Op op) {
-  Result res = op();
-  if (res.status == Status::ObjectUnknown && adopt(kind, h, library_vouches(call))) res = op();
-  return res;
-}
-
-Handle null_handle(ObjectKind kind) {
-  switch (kind) {
-    case ObjectKind::Comm: return handle(MPI_COMM_NULL);
-    case ObjectKind::Type: return handle(MPI_DATATYPE_NULL);
-    case ObjectKind::Win: return handle(MPI_WIN_NULL);
-  }
-  return 0;
-}
-
-// Whether `h` names a live object (registering one the tool never saw created): Ok,
-// ObjectNull or ObjectUnknown. `info`, if given, receives the object's registration.
-Result check_object(const Call& call, ObjectKind kind, Handle h, ObjectInfo* info = nullptr) {
+Result check_object(const Call& call, ObjectKind kind, Handle h, ObjectInfo* info) {
   if (h == null_handle(kind)) return {Status::ObjectNull, 0};
   ObjectInfo local{};
   ObjectInfo* out = info ? info : &local;
@@ -119,6 +73,8 @@ Result check_object(const Call& call, ObjectKind kind, Handle h, ObjectInfo* inf
   if (e.object_info(kind, h, out) || (adopt(kind, h, library_vouches(call)) && e.object_info(kind, h, out))) return {};
   return {Status::ObjectUnknown, 0};
 }
+
+namespace {
 
 // Remembers a query found valid at `layout` while MPI runs (nothing remembered outlives the
 // layout advance when MPI_Finalize begins); nullptr otherwise.
@@ -198,9 +154,8 @@ bool mirror_plain_set(ReplayScope& scope, const QueryCache::Entry& query, QueryC
   return true;
 }
 
-// Shadow mode: the library refused a call on an object this very call adopted (the tool never saw
-// it made). The tool knew nothing to diverge from: it forgets the object and returns what the
-// library said. True if so.
+}  // namespace
+
 bool refused_unknown(const Call& call, ObjectKind kind, Handle h, int rc) {
   if (rc == MPI_SUCCESS || !adopted_now(kind, h)) return false;
   state().engine->forget_object(kind, h);
@@ -245,6 +200,8 @@ void result_divergence(const Call& call, int library_rc, Result model, int user_
   }
   divergence(call, d, true, user_key);
 }
+
+namespace {
 
 // The predefined callbacks, by address: Open MPI makes each a distinct function, in C and in
 // Fortran (mpi_comm_dup_fn_ ...), so deprecated ones can be told apart.
@@ -590,307 +547,6 @@ int on_delete_attr(const Call& call, Handle h, int key, const FnRef<int()>& forw
   replay.finish();
   if ((rc == MPI_SUCCESS) != res.ok()) result_divergence(call, rc, res, key);
   return rc;
-}
-
-// ---- objects ----------------------------------------------------------------------------------
-
-namespace {
-// Registers a handle the library just created; a stale registration of the same handle (freed
-// on a path the tool does not see) is dropped first.
-void register_new(ObjectKind kind, Handle h, Origin origin) {
-  if (h == null_handle(kind)) return;
-  note_created(kind, h);
-  Engine& e = *state().engine;
-  Status s = e.create_object(kind, h, kObjectNone, origin).status;
-  if (s == Status::ObjectExists) {
-    e.forget_object(kind, h);
-    s = e.create_object(kind, h, kObjectNone, origin).status;
-  }
-  if (s == Status::CapacityExhausted) object_limit();
-}
-
-// A handle the library will never hand out, for mirroring a dup the library refused.
-Handle scratch_handle() {
-  static std::atomic<std::uint64_t> next{1};
-  return 0xA77C000000000000ULL | next.fetch_add(1);
-}
-}  // namespace
-
-int on_dup(const Call& call, Handle old, const FnRef<int(Handle*)>& forward, const FnRef<void()>& undo) {
-  CallScope scope(call);
-  int rc;
-  Handle fresh = 0;
-  if (!enter(call, &rc)) return rc == kPassThrough ? forward(&fresh) : rc;
-  Runtime& r = state();
-  Engine& e = *r.engine;
-  const ObjectKind kind = call.api->kind;
-  if (unchecked(kind, &old, nullptr)) return forward(&fresh);
-  t_adopted.set = false;
-  const Result check = check_object(call, kind, old);
-  if (!check.ok()) return refuse(call, check, kind, old, 0, 0);
-  if (r.mode == Mode::Emulate) {
-    rc = forward(&fresh);
-    if (rc != MPI_SUCCESS) return rc;
-    note_created(kind, fresh);
-    e.forget_object(kind, fresh);  // a stale registration of a reused handle, if any
-    const Result res = e.dup_object(kind, old, fresh, origin_site(call));
-    if (res.ok()) return MPI_SUCCESS;
-    if (res.status == Status::CapacityExhausted) {
-      // The engine cannot hold the copy: the library's dup has to serve it, attributes included,
-      // which it cannot for emulated keyvals. Say so once; the new object goes unchecked.
-      object_limit();
-      return MPI_SUCCESS;
-    }
-    undo();
-    return refuse(call, res, kind, old, 0, 0);
-  }
-  ReplayScope replay(call, false);
-  rc = forward(&fresh);
-  Result res;
-  if (rc == MPI_SUCCESS) {
-    // A copy callback's flag other than 0 or 1 means whatever the library made of it (the
-    // standard says "non-zero copies", Open MPI copies only on 1): ask the library, so the model
-    // follows it instead of calling its choice a divergence (callback.bad-flag was reported).
-    replay.replay().fresh = fresh;  // unobserved (Fortran) callbacks: the library says what they did
-    replay.replay().has_fresh = true;
-    for (Observation& o : replay.replay().seen) {
-      if (!o.copy || o.rc != MPI_SUCCESS || o.flag == 0 || o.flag == 1) continue;
-      const KeyRecord* rec = record_for(o.engine_id);
-      o.flag = rec && library_attr(kind, fresh, rec->user_id, &o.value_out) ? 1 : 0;
-    }
-    note_created(kind, fresh);
-    e.forget_object(kind, fresh);  // a stale registration of a reused handle, if any
-    res = e.dup_object(kind, old, fresh, origin_site(call));
-    if (res.status == Status::CapacityExhausted) {  // the new object goes unchecked
-      replay.replay().lenient = true;
-      replay.finish();
-      object_limit();
-      return rc;
-    }
-    replay.finish();
-    if (!res.ok()) {
-      result_divergence(call, rc, res, 0);
-      register_new(kind, fresh, origin_site(call));
-    }
-    return rc;
-  }
-  // The library refused (a copy callback failed, or it ran out of something): the model must
-  // fail too, replaying what the library ran.
-  if (refused_unknown(call, kind, old, rc, replay)) return rc;
-  replay.replay().lenient = true;
-  const Handle scratch = scratch_handle();
-  res = e.dup_object(kind, old, scratch);
-  replay.finish();
-  if (res.ok()) {
-    e.forget_object(kind, scratch);
-    result_divergence(call, rc, res, 0);
-  }
-  return rc;
-}
-
-int on_construct(const Call& call, const FnRef<int(Handle*)>& forward) {
-  CallScope scope(call);
-  int rc;
-  Handle fresh = 0;
-  if (!enter(call, &rc)) return rc == kPassThrough ? forward(&fresh) : rc;
-  Runtime& r = state();
-  const ObjectKind kind = call.api->kind;
-  if (r.mode == Mode::Emulate) {
-    rc = forward(&fresh);
-    if (rc == MPI_SUCCESS) register_new(kind, fresh, origin_site(call));
-    return rc;
-  }
-  ReplayScope replay(call, false);
-  rc = forward(&fresh);
-  if (rc == MPI_SUCCESS && fresh != null_handle(kind)) {
-    register_new(kind, fresh, origin_site(call));
-    // These constructors copy no attributes. Ask the library whether the new object carries any
-    // (Open MPI's MPI_Comm_create_group copies them, through callbacks or MPI_COMM_DUP_FN): mirror
-    // what it holds, so later calls compare like with like, and report it once per keyval.
-    for (const KeyvalInfo& k : r.engine->live_keyvals()) {
-      if (k.kind != kind || k.spec.copy.action == CopyAction::NullCopy) continue;
-      const KeyRecord* rec = record_for(k.id);
-      std::uint64_t value = 0;
-      if (!rec || !library_attr(kind, fresh, rec->user_id, &value)) continue;
-      r.engine->set_attr(kind, fresh, k.id, Binding::C, value);
-      for (Observation& o : replay.replay().seen)
-        if (o.copy && o.engine_id == k.id) o.used = true;
-      divergence(call, "copied an attribute onto the new object, which this call must not do", true, rec->user_id);
-    }
-  }
-  replay.finish();  // copy callbacks it ran for objects it did not return are reported here
-  return rc;
-}
-
-int on_obtain(const Call& call, Returns how, const FnRef<int(std::vector<Handle>*)>& forward) {
-  CallScope scope(call);
-  int rc;
-  std::vector<Handle> got;
-  if (!enter(call, &rc)) return rc == kPassThrough ? forward(&got) : rc;
-  rc = forward(&got);
-  if (rc != MPI_SUCCESS) return rc;
-  Engine& e = *state().engine;
-  const ObjectKind kind = call.api->kind;
-  for (const Handle h : got) {
-    if (h == null_handle(kind)) continue;
-    ObjectInfo info{};
-    if (!e.object_info(kind, h, &info)) {  // new to the tool, or freed through it: live again
-      note_created(kind, h);
-      adopt(kind, h);
-    } else if (info.flags & kObjectPredefined) {
-      continue;  // MPI_INT & co: the constants themselves
-    } else if (how == Returns::Alias) {
-      add_reference(kind, h);
-    } else if (how == Returns::New) {
-      register_new(kind, h, origin_site(call));  // a registration the tool missed the end of
-    }
-  }
-  return rc;
-}
-
-int on_free(const Call& call, Handle h, const FnRef<int()>& forward) {
-  CallScope scope(call);
-  int rc;
-  if (!enter(call, &rc)) return rc == kPassThrough ? forward() : rc;
-  Runtime& r = state();
-  Engine& e = *r.engine;
-  const ObjectKind kind = call.api->kind;
-  if (in_callback_for(kind, h)) return reentrant(call, kind, h);
-  if (unchecked(kind, &h, nullptr)) return forward();
-  if (drop_reference(kind, h)) {
-    // One of several references to a live object (MPI_Type_get_contents handed it out again): the
-    // library drops it and the object lives on, with its attributes.
-    ReplayScope replay(call, true);
-    rc = forward();
-    replay.finish();
-    if (rc != MPI_SUCCESS) add_reference(kind, h);
-    return rc;
-  }
-  t_adopted.set = false;
-  if (r.mode == Mode::Emulate) {
-    const Result res = with_object(call, kind, h, [&] { return e.free_object(kind, h); });
-    if (!res.ok()) return refuse(call, res, kind, h, 0, 0);
-    rc = forward();
-    if (rc == MPI_SUCCESS) note_freed(kind, h);
-    return rc;
-  }
-  ObjectInfo info{};
-  Result res = check_object(call, kind, h, &info);
-  if (res.ok() && (info.flags & kObjectPredefined)) res.status = Status::ObjectPredefined;
-  if (!res.ok()) return refuse(call, res, kind, h, 0, 0);
-  const bool adopted = adopted_now(kind, h);
-  ReplayScope replay(call, false);
-  rc = forward();
-  if (rc != MPI_SUCCESS) replay.replay().lenient = true;
-  // A handle the tool never saw made, and the library refuses it: nothing was known to diverge
-  // from (e.g. the handle Open MPI leaves behind after a failed MPI_Type_dup).
-  if (adopted && refused_unknown(call, kind, h, rc, replay)) return rc;
-  res = e.free_object(kind, h);
-  replay.finish();
-  if (rc == MPI_SUCCESS) {
-    note_freed(kind, h);
-    forget_references(kind, h);
-    if (!res.ok()) {
-      result_divergence(call, rc, res, 0);
-      e.forget_object(kind, h);
-    }
-  } else if (res.ok()) {
-    result_divergence(call, rc, res, 0);
-    adopt(kind, h);
-  }
-  return rc;
-}
-
-// ---- lifecycle ----------------------------------------------------------------------------------
-
-int on_init(const Call&, int, const FnRef<int(int*)>& forward) {
-  // (The configuration was read when the library was loaded.)
-  int provided = MPI_THREAD_SINGLE;
-  const int rc = forward(&provided);
-  if (rc == MPI_SUCCESS && phase() == Phase::BeforeInit) {
-    Runtime& r = state();
-    r.first_thread.store(&t_token, std::memory_order_relaxed);  // "the main thread"
-    // Below MPI_THREAD_MULTIPLE calls never overlap (enter() refuses other threads below
-    // SERIALIZED; SERIALIZED programs promise it): the engine can do without its lock.
-    if (provided < MPI_THREAD_MULTIPLE) r.engine->drop_locking();
-    started(provided);
-  }
-  return rc;
-}
-
-int on_finalize(const Call& call, const FnRef<int()>& forward) {
-  settle();
-  Runtime& r = state();
-  if (phase() != Phase::Running) return forward();
-  CallScope scope(call);
-  Engine& e = *r.engine;
-  for (const AttributeInfo& a : e.attributes(ObjectKind::Comm, r.world)) {
-    if (a.predefined || a.delete_action != DeleteAction::User) continue;
-    FindingInput in = finding(Rule::AttrWorldAtFinalize, call);
-    const KeyRecord* rec = record_for(a.keyval);
-    in.has_keyval = true;
-    in.keyval = rec ? rec->user_id : a.keyval;
-    ProvenanceStorage storage;  // the site is MPI_Finalize's: say whose attribute it is
-    add_provenance(in, storage, "attribute set", a.set_at);
-    add_keyval_provenance(in, storage, a.keyval, false);
-    report(in);
-  }
-  g_fast.open.store(false, std::memory_order_release);
-  r.engine->advance_layout();  // every remembered query is void
-  r.phase.store(static_cast<int>(Phase::Finalizing), std::memory_order_release);
-  if (r.mode == Mode::Shadow) release_quarantine();  // the library frees the keyvals held back
-  FinalizeOptions options;
-  options.delete_world_attributes = true;  // what Open MPI 4.1 and MPICH do natively
-  int rc;
-  if (r.mode == Mode::Emulate) {
-    e.finalize(options);
-    rc = forward();
-  } else {
-    ReplayScope replay(call, false);
-    replay.order_deletes_on(r.self);
-    rc = forward();
-    e.finalize(options);
-    replay.finish();
-  }
-  for (const KeyvalInfo& k : e.leaked_keyvals()) {
-    FindingInput in = finding(Rule::KeyvalLeak, call);
-    const KeyRecord* rec = record_for(k.id);
-    in.has_keyval = true;
-    in.keyval = rec ? rec->user_id : k.id;
-    ProvenanceStorage storage;
-    add_provenance(in, storage, "keyval created", k.created_at);
-    report(in);
-  }
-  for (const AttributeInfo& a : e.attributes()) {
-    if (a.predefined || a.delete_action != DeleteAction::User) continue;
-    if (a.kind == ObjectKind::Comm && (a.object == r.world || a.object == r.self)) continue;
-    FindingInput in = finding(Rule::AttrLeak, call);
-    const KeyRecord* rec = record_for(a.keyval);
-    in.has_keyval = true;
-    in.keyval = rec ? rec->user_id : a.keyval;
-    in.has_object = true;
-    in.kind = a.kind;
-    in.object = a.object;
-    ProvenanceStorage storage;
-    add_provenance(in, storage, "attribute set", a.set_at);
-    add_provenance(in, storage, "object created", a.object_created_at);
-    report(in);
-  }
-  r.phase.store(static_cast<int>(Phase::Finalized), std::memory_order_release);
-  r.run.status.store("finalized");
-  write_report();
-  print_summary();
-  return rc;
-}
-
-int on_abort(const Call& call, Handle, int, const FnRef<int()>& forward) {
-  settle();
-  Runtime& r = state();
-  CallScope scope(call);
-  r.run.status.store("aborted");
-  write_report();
-  print_summary();
-  return forward();
 }
 
 }  // namespace attrcheck::rt

@@ -1,0 +1,74 @@
+// What the hooks share (hooks.cpp, object_hooks.cpp, lifecycle_hooks.cpp). Not a public header.
+#pragma once
+
+#include "runtime/query_cache.hpp"
+#include "runtime/runtime.hpp"
+#include "runtime/set_path.hpp"
+
+namespace attrcheck::rt {
+
+#define ATTRCHECK_LIKELY(x) __builtin_expect(!!(x), 1)
+
+// What enter() leaves in *rc for a lifecycle call from a thread the thread level does not allow:
+// forward it to the library and do nothing else.
+constexpr int kPassThrough = -0x7a77;
+
+// Identifies the calling thread (the first one is "the main thread" below MPI_THREAD_SERIALIZED).
+const void* thread_token() noexcept;
+
+// Everything an intercepted call checks first. False: refuse with *rc.
+[[gnu::noinline]] bool enter_slow(const Call& call, int* rc);
+
+// The common case in one inline test: MPI running, a current call, and a thread that passed the
+// thread-level check with no callback of ours running (t_cb_top). Anything else takes the full
+// path (enter_slow).
+inline bool enter(const Call& call, int* rc) {
+  settle();  // whatever this call does sees every set made before it
+  const Runtime& r = state();
+  if (ATTRCHECK_LIKELY(static_cast<Phase>(r.phase.load(std::memory_order_acquire)) == Phase::Running &&
+                       !t_cb_top && !call.api->replacement))
+    return true;
+  return enter_slow(call, rc);
+}
+
+// Runs an engine operation on an object, registering the object first if the tool never saw it
+// created (predefined datatypes, objects MPI made internally) and it was not freed through us.
+// A Fortran call's handle came through the library's own Fortran handle table (f2c), which maps
+// only live objects: the tool's record of a freed handle value does not outweigh it (Fortran
+// constructors Open MPI runs without the C entry points may have reused the value).
+inline bool library_vouches(const Call& call) noexcept { return call.api->binding != Binding::C; }
+
+template <typename Op>
+Result with_object(const Call& call, ObjectKind kind, Handle h, Op op) {
+  Result res = op();
+  if (res.status == Status::ObjectUnknown && adopt(kind, h, library_vouches(call))) res = op();
+  return res;
+}
+
+inline Handle null_handle(ObjectKind kind) {
+  switch (kind) {
+    case ObjectKind::Comm: return handle(MPI_COMM_NULL);
+    case ObjectKind::Type: return handle(MPI_DATATYPE_NULL);
+    case ObjectKind::Win: return handle(MPI_WIN_NULL);
+  }
+  return 0;
+}
+
+// Whether `h` names a live object (registering one the tool never saw created): Ok,
+// ObjectNull or ObjectUnknown. `info`, if given, receives the object's registration.
+Result check_object(const Call& call, ObjectKind kind, Handle h, ObjectInfo* info = nullptr);
+
+// Shadow mode: the library refused a call on an object this very call adopted (the tool never saw
+// it made). The tool knew nothing to diverge from: it forgets the object and returns what the
+// library said (reporting object.invalid if the tool had seen the handle freed). True if so.
+bool refused_unknown(const Call& call, ObjectKind kind, Handle h, int rc);
+bool refused_unknown(const Call& call, ObjectKind kind, Handle h, int rc, ReplayScope& replay);
+
+// A refused call: its finding, then --on-error; returns what the call returns.
+int refuse(const Call& call, Result res, ObjectKind kind, Handle h, int user_key, int engine_key);
+// callback.reentrant: a call on the object a callback is running for.
+int reentrant(const Call& call, ObjectKind kind, Handle h);
+// impl.divergence: the library's result differs from the model's.
+void result_divergence(const Call& call, int library_rc, Result model, int user_key);
+
+}  // namespace attrcheck::rt

@@ -1,0 +1,96 @@
+// The lifecycle hooks: MPI_Init, MPI_Finalize (the leak findings, the report) and MPI_Abort.
+#include "runtime/hook_common.hpp"
+
+namespace attrcheck::rt {
+
+int on_init(const Call&, int, const FnRef<int(int*)>& forward) {
+  // (The configuration was read when the library was loaded.)
+  int provided = MPI_THREAD_SINGLE;
+  const int rc = forward(&provided);
+  if (rc == MPI_SUCCESS && phase() == Phase::BeforeInit) {
+    Runtime& r = state();
+    r.first_thread.store(thread_token(), std::memory_order_relaxed);  // "the main thread"
+    // Below MPI_THREAD_MULTIPLE calls never overlap (enter() refuses other threads below
+    // SERIALIZED; SERIALIZED programs promise it): the engine can do without its lock.
+    if (provided < MPI_THREAD_MULTIPLE) r.engine->drop_locking();
+    started(provided);
+  }
+  return rc;
+}
+
+int on_finalize(const Call& call, const FnRef<int()>& forward) {
+  settle();
+  Runtime& r = state();
+  if (phase() != Phase::Running) return forward();
+  CallScope scope(call);
+  Engine& e = *r.engine;
+  for (const AttributeInfo& a : e.attributes(ObjectKind::Comm, r.world)) {
+    if (a.predefined || a.delete_action != DeleteAction::User) continue;
+    FindingInput in = finding(Rule::AttrWorldAtFinalize, call);
+    const KeyRecord* rec = record_for(a.keyval);
+    in.has_keyval = true;
+    in.keyval = rec ? rec->user_id : a.keyval;
+    ProvenanceStorage storage;  // the site is MPI_Finalize's: say whose attribute it is
+    add_provenance(in, storage, "attribute set", a.set_at);
+    add_keyval_provenance(in, storage, a.keyval, false);
+    report(in);
+  }
+  g_fast.open.store(false, std::memory_order_release);
+  r.engine->advance_layout();  // every remembered query is void
+  r.phase.store(static_cast<int>(Phase::Finalizing), std::memory_order_release);
+  if (r.mode == Mode::Shadow) release_quarantine();  // the library frees the keyvals held back
+  FinalizeOptions options;
+  options.delete_world_attributes = true;  // what Open MPI 4.1 and MPICH do natively
+  int rc;
+  if (r.mode == Mode::Emulate) {
+    e.finalize(options);
+    rc = forward();
+  } else {
+    ReplayScope replay(call, false);
+    replay.order_deletes_on(r.self);
+    rc = forward();
+    e.finalize(options);
+    replay.finish();
+  }
+  for (const KeyvalInfo& k : e.leaked_keyvals()) {
+    FindingInput in = finding(Rule::KeyvalLeak, call);
+    const KeyRecord* rec = record_for(k.id);
+    in.has_keyval = true;
+    in.keyval = rec ? rec->user_id : k.id;
+    ProvenanceStorage storage;
+    add_provenance(in, storage, "keyval created", k.created_at);
+    report(in);
+  }
+  for (const AttributeInfo& a : e.attributes()) {
+    if (a.predefined || a.delete_action != DeleteAction::User) continue;
+    if (a.kind == ObjectKind::Comm && (a.object == r.world || a.object == r.self)) continue;
+    FindingInput in = finding(Rule::AttrLeak, call);
+    const KeyRecord* rec = record_for(a.keyval);
+    in.has_keyval = true;
+    in.keyval = rec ? rec->user_id : a.keyval;
+    in.has_object = true;
+    in.kind = a.kind;
+    in.object = a.object;
+    ProvenanceStorage storage;
+    add_provenance(in, storage, "attribute set", a.set_at);
+    add_provenance(in, storage, "object created", a.object_created_at);
+    report(in);
+  }
+  r.phase.store(static_cast<int>(Phase::Finalized), std::memory_order_release);
+  r.run.status.store("finalized");
+  write_report();
+  print_summary();
+  return rc;
+}
+
+int on_abort(const Call& call, Handle, int, const FnRef<int()>& forward) {
+  settle();
+  Runtime& r = state();
+  CallScope scope(call);
+  r.run.status.store("aborted");
+  write_report();
+  print_summary();
+  return forward();
+}
+
+}  // namespace attrcheck::rt
