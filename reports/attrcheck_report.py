@@ -17,7 +17,7 @@ RANK_SCHEMA = "attrcheck.rank-report"
 JOURNAL_SCHEMA = "attrcheck.rank-journal"
 MERGED_SCHEMA = "attrcheck.report"
 SUPPORTED_MAJOR = 1
-VERSION = "1.0"
+VERSION = "1.1"
 SEVERITIES = ("error", "warning", "info")
 
 
@@ -133,23 +133,36 @@ def clean(directory):
 
 
 def journal_files(directory):
-    """The ranks' journals (rank-N.journal): findings as they were found."""
-    return glob.glob(os.path.join(directory, "rank-*.journal")) + glob.glob(os.path.join(directory, "pid-*.journal"))
+    """The ranks' journals (rank-N.journal, job-ID-rank-N.journal, pid-N.journal): findings as they
+    were found."""
+    return [p for pattern in ("rank-*.journal", "job-*-rank-*.journal", "pid-*.journal")
+            for p in glob.glob(os.path.join(directory, pattern))]
 
 
 def rank_files(directory):
-    """The per-rank report files of a run directory: each rank's report, or its journal where it
-    wrote none (killed without warning)."""
-    files = glob.glob(os.path.join(directory, "rank-*.json")) + glob.glob(os.path.join(directory, "pid-*.json"))
+    """The per-rank report files of a run directory: rank-N.json (the job the user started),
+    job-ID-rank-N.json (jobs started by MPI_Comm_spawn), pid-N.json (before MPI_Init), and the
+    journal of a rank that wrote no report (killed without warning)."""
+    files = [p for pattern in ("rank-*.json", "job-*-rank-*.json", "pid-*.json")
+             for p in glob.glob(os.path.join(directory, pattern))]
     reported = {os.path.splitext(p)[0] for p in files}
     files += [j for j in journal_files(directory) if os.path.splitext(j)[0] not in reported]
 
     def order(p):
         name = os.path.basename(p)
-        num = name.split("-", 1)[1].rsplit(".", 1)[0]
-        return (name.startswith("pid-"), int(num) if num.isdigit() else 0)
+        kind = 0 if name.startswith("rank-") else 1 if name.startswith("job-") else 2
+        job, _, num = name.rsplit(".", 1)[0].rpartition("-")
+        return (kind, job if kind == 1 else "", int(num) if num.isdigit() else 0)
 
     return sorted(files, key=order)
+
+
+def job_of(run):
+    """The spawned job a rank report's process belongs to (None for the job the user started):
+    the process manager's job identity, else (none given) the process itself."""
+    if not run.get("spawned"):
+        return None
+    return run.get("job") or f"pid{run.get('pid')}"
 
 
 _HEX = re.compile(r"0x[0-9a-f]+")
@@ -206,28 +219,36 @@ class Merger:
         table = {s["id"]: s.get("frames", []) for s in data.get("stacks", [])}
         if data.get("schema") == MERGED_SCHEMA:
             self.ranks.extend(data.get("ranks", []))
-            findings, rank = data["findings"], None
+            findings, rank, job = data["findings"], None, None
         else:
             run = data.get("run", {})
-            rank = run.get("rank")
-            self.ranks.append({"rank": rank, "size": run.get("size"), "pid": run.get("pid"),
-                               "status": run.get("status"), "signal": run.get("signal", 0),
-                               "mode": run.get("mode"), "file": os.path.basename(path)})
+            rank, job = run.get("rank"), job_of(run)
+            entry = {"rank": rank, "size": run.get("size"), "pid": run.get("pid"),
+                     "status": run.get("status"), "signal": run.get("signal", 0),
+                     "mode": run.get("mode"), "file": os.path.basename(path)}
+            if "spawned" in run:
+                entry["job"], entry["spawned"] = run.get("job") or None, bool(run["spawned"])
+            self.ranks.append(entry)
             findings = data["findings"]
         for f in findings:
             key = _finding_key(f)
             entry = self.merged.get(key)
             if entry is None:
-                entry = _restack({k: v for k, v in f.items() if k not in ("rank", "ranks", "count")},
+                entry = _restack({k: v for k, v in f.items() if k not in ("rank", "ranks", "count", "spawned_ranks")},
                                  table, self.depot)
                 entry["count"] = 0
                 entry["ranks"] = set()
+                entry["spawned_ranks"] = {}
                 self.merged[key] = entry
             entry["count"] += int(f.get("count", 1))
-            if rank is not None or "ranks" not in f:
+            if job is not None:  # a rank of a spawned job: its world rank means nothing on its own
+                entry["spawned_ranks"].setdefault(job, set()).add(rank)
+            elif rank is not None or "ranks" not in f:
                 entry["ranks"].add(rank)
             else:
                 entry["ranks"].update(f["ranks"])
+                for s in f.get("spawned_ranks", []):
+                    entry["spawned_ranks"].setdefault(s["job"], set()).update(s["ranks"])
 
     def result(self, command=None, exit_code=None):
         findings = sorted(self.merged.values(), key=lambda f: (SEVERITIES.index(f.get("severity", "info"))
@@ -235,9 +256,14 @@ class Merger:
                                                                f.get("rule", "")))
         for f in findings:
             f["ranks"] = sorted(f["ranks"], key=lambda r: (r is None, r if r is not None else 0))
+            spawned = f.pop("spawned_ranks")
+            if spawned:
+                f["spawned_ranks"] = [{"job": job, "ranks": sorted(spawned[job], key=lambda r: (r is None, r or 0))}
+                                      for job in sorted(spawned)]
         summary = {s: sum(f["count"] for f in findings if f.get("severity") == s) for s in SEVERITIES}
         out = {"schema": MERGED_SCHEMA, "version": VERSION, "tool": {"name": "attrcheck"},
-               "ranks": sorted(self.ranks, key=lambda r: (r.get("rank") is None, r.get("rank") or 0)),
+               "ranks": sorted(self.ranks, key=lambda r: (bool(r.get("spawned")), r.get("job") or "",
+                                                          r.get("rank") is None, r.get("rank") or 0)),
                "summary": summary, "findings": findings, "stacks": self.depot.stacks}
         if command is not None:
             out["command"] = list(command)
@@ -337,11 +363,25 @@ def merge_directory(directory, command=None, exit_code=None, lock=True, suppress
 
 
 def complete(directory, merged):
-    """Whether every rank of the run (per the reports' world size) has a report in `merged`."""
+    """Whether every rank of the run (per the reports' world size) has a report in `merged`
+    (the job the user started; spawned jobs are not counted)."""
     # (a rank known from its journal alone has not finished)
-    ranks = [r for r in merged.get("ranks", []) if not str(r.get("file", "")).endswith(".journal")]
+    ranks = [r for r in merged.get("ranks", [])
+             if not r.get("spawned") and not str(r.get("file", "")).endswith(".journal")]
     sizes = {r.get("size") for r in ranks if r.get("size")}
     return len(sizes) == 1 and len(ranks) >= sizes.pop()
+
+
+def processes(f):
+    """The processes a merged finding happened on: (None, rank) for the job the user started,
+    (job, rank) for a spawned job's."""
+    return ({(None, r) for r in f.get("ranks", [])} |
+            {(s["job"], r) for s in f.get("spawned_ranks", []) for r in s.get("ranks", [])})
+
+
+def process_of(rank_entry):
+    """A merged report's rank entry as a process key (see `processes`)."""
+    return (job_of(rank_entry), rank_entry.get("rank"))
 
 
 def claim_once(directory, what):
@@ -379,8 +419,9 @@ def _addr2line_target(frame):
     base = frame.get("address") if _is_fixed_address(module) else offset
     if not base:
         return None
-    # A return address: the call is the instruction before it.
-    return module, int(base, 16) - 1
+    # A callback's entry address is its function as is. A return address: the call is the
+    # instruction before it (at a function's entry, minus one would name the function before).
+    return module, int(base, 16) - (0 if frame.get("entry") else 1)
 
 
 def _addr2line(module, addresses):
@@ -432,32 +473,50 @@ def symbolized(report):
 
 
 # Suppressions: a file of lines "RULE_GLOB KIND:GLOB" (# comments, blank lines ignored), where
-# KIND is fun (a function in the finding's stack), lib (a module path in it) or src (a source
-# file in it), e.g.
+# KIND is fun (a function in the finding's frames), lib (a module path in them), src (a source
+# file in them) or at (a frame's module path + offset, for stripped libraries), e.g.
 #     keyval.leak     fun:PetscInitialize*
 #     deprecated.*    lib:*/libhdf5*.so*
 #     attr.leak       src:*/vendor/*
-# A finding whose rule matches and one of whose frames matches is suppressed.
+#     attr.world-at-finalize  at:*/mpi4py/MPI.cpython-311-x86_64-linux-gnu.so+0x706ec
+# A finding's frames are its site, its stack and its provenance stacks (where the keyval was
+# created, the attribute set, ...). A finding whose rule matches and one of whose frames matches
+# is suppressed. The default suppressions (default.supp, next to this module) apply unless the
+# user turns them off.
+
+DEFAULT_SUPPRESSIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "default.supp")
+
 
 class Suppression:
-    KINDS = ("fun", "lib", "src")
+    KINDS = ("fun", "lib", "src", "at")
 
-    def __init__(self, rule, kind, pattern, origin):
+    def __init__(self, rule, kind, pattern, origin, default=False):
         self.rule, self.kind, self.pattern, self.origin = rule, kind, pattern, origin
+        self.default = default
         self.used = 0
 
     def matches(self, finding, frames):
         if not fnmatch.fnmatchcase(finding.get("rule", ""), self.rule):
             return False
-        field = {"fun": "function", "lib": "module", "src": "file"}[self.kind]
         for frame in frames:
-            value = frame.get(field) or (frame.get("symbol", "").split("+")[0] if self.kind == "fun" else "")
+            if self.kind == "at":
+                value = f"{frame.get('module', '')}+{frame.get('offset', '')}" if frame.get("module") else ""
+            else:
+                field = {"fun": "function", "lib": "module", "src": "file"}[self.kind]
+                value = frame.get(field) or (frame.get("symbol", "").split("+")[0] if self.kind == "fun" else "")
             if value and fnmatch.fnmatchcase(value, self.pattern):
                 return True
         return False
 
 
-def load_suppressions(path):
+def default_suppressions():
+    """The suppressions shipped with attrcheck (benign patterns of well-known libraries)."""
+    if not os.path.exists(DEFAULT_SUPPRESSIONS):
+        return []
+    return load_suppressions(DEFAULT_SUPPRESSIONS, default=True)
+
+
+def load_suppressions(path, default=False):
     """Parses a suppressions file; a malformed line is a ReportError naming the file and line."""
     try:
         with open(path, encoding="utf-8") as f:
@@ -472,14 +531,14 @@ def load_suppressions(path):
         parts = text.split()
         where = f"{path}:{number}"
         if len(parts) != 2:
-            raise ReportError(f"{where}: expected 'RULE_GLOB KIND:GLOB' (KIND: fun, lib or src), got '{text}'")
+            raise ReportError(f"{where}: expected 'RULE_GLOB KIND:GLOB' (KIND: fun, lib, src or at), got '{text}'")
         rule, frame = parts
         kind, sep, pattern = frame.partition(":")
         if not sep or kind not in Suppression.KINDS or not pattern:
-            raise ReportError(f"{where}: frame pattern must be fun:GLOB, lib:GLOB or src:GLOB, got '{frame}'")
+            raise ReportError(f"{where}: frame pattern must be fun:GLOB, lib:GLOB, src:GLOB or at:GLOB, got '{frame}'")
         if not re.fullmatch(r"[a-z*?\[\].-]+", rule):
             raise ReportError(f"{where}: '{rule}' is not a rule id or glob (e.g. keyval.leak, deprecated.*)")
-        entries.append(Suppression(rule, kind, pattern, where))
+        entries.append(Suppression(rule, kind, pattern, where, default))
     return entries
 
 
@@ -491,13 +550,20 @@ def suppress(report, suppressions):
     kept, suppressed = [], list(report.get("suppressed", []))
     for f in report["findings"]:
         frames = [f.get("site") or {}] + stack_frames(report, f.get("stack"))
+        for p in f.get("provenance", []):
+            frames += stack_frames(report, p.get("stack"))
         hit = next((s for s in suppressions if s.matches(f, frames)), None)
         if hit is None:
             kept.append(f)
             continue
         hit.used += f.get("count", 1)
-        suppressed.append({"rule": f["rule"], "severity": f.get("severity"), "message": f.get("message", ""),
-                           "count": f.get("count", 1), "ranks": f.get("ranks", []), "suppression": hit.origin})
+        entry = {"rule": f["rule"], "severity": f.get("severity"), "message": f.get("message", ""),
+                 "count": f.get("count", 1), "ranks": f.get("ranks", []), "suppression": hit.origin}
+        if f.get("spawned_ranks"):
+            entry["spawned_ranks"] = f["spawned_ranks"]
+        if hit.default:
+            entry["default"] = True
+        suppressed.append(entry)
     report["findings"] = kept
     report["suppressed"] = suppressed
     report["summary"] = {s: sum(f.get("count", 1) for f in kept if f.get("severity") == s) for s in SEVERITIES}
@@ -541,7 +607,15 @@ def location(f):
     return f"{module}+{site.get('offset', '?')}"
 
 
-def _ranks_text(ranks):
+def _ranks_text(ranks, spawned=()):
+    """0,1,2,5 -> 0-2,5; spawned jobs' ranks follow as 'job ID:0-1'."""
+    text = _rank_ranges(ranks)
+    for s in spawned:
+        text = ("" if text == "-" else text + " ") + f"job {s['job']}:{_rank_ranges(s.get('ranks', []))}"
+    return text
+
+
+def _rank_ranges(ranks):
     ranks = [r for r in ranks if r is not None]
     if not ranks:
         return "-"
@@ -565,16 +639,22 @@ def summary_text(report):
                                   for k in SEVERITIES}
     bad = [r for r in report.get("ranks", []) if r.get("status") not in ("finalized", None)]
     suppressed = f", {s['suppressed']} suppressed" if s.get("suppressed") else ""
+    by_default = sum(x.get("count", 1) for x in report.get("suppressed", []) if x.get("default"))
+    if by_default:
+        suppressed += f" ({by_default} by default suppressions)"
     lines.append(f"attrcheck: {s.get('error', 0)} error(s), {s.get('warning', 0)} warning(s), "
                  f"{s.get('info', 0)} info{suppressed} in {len(report.get('ranks', []))} rank report(s)")
     for r in bad:
         sig = f", signal {r['signal']}" if r.get("signal") else ""
-        lines.append(f"attrcheck: rank {r.get('rank')} ended {r.get('status')}{sig}")
+        job = job_of(r)
+        lines.append(f"attrcheck: rank {r.get('rank')}{f' of spawned job {job}' if job else ''} "
+                     f"ended {r.get('status')}{sig}")
     if findings:
         rows = [("severity", "rule", "count", "ranks", "where", "message")]
         for f in findings:
             rows.append((f.get("severity", "?"), f.get("rule", "?"), str(f.get("count", 1)),
-                         _ranks_text(f.get("ranks", [])), location(f), f.get("message", "")))
+                         _ranks_text(f.get("ranks", []), f.get("spawned_ranks", [])), location(f),
+                         f.get("message", "")))
         widths = [max(len(r[i]) for r in rows) for i in range(5)]
         for r in rows:
             lines.append("  " + "  ".join(r[i].ljust(widths[i]) for i in range(5)) + "  " + r[5])

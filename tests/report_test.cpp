@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -65,6 +66,35 @@ TEST(Findings, DifferentDetailOrSiteAreDifferentFindings) {
   store.record(input(Rule::DeprecatedConstant, &a, -1, "MPI_NULL_DELETE_FN"));
   store.record(input(Rule::DeprecatedConstant, &b, -1, "MPI_NULL_COPY_FN"));
   EXPECT_EQ(store.size(), 3u);
+}
+
+// Two different objects at one site (a helper that frees whatever it is given) are two findings,
+// each with its own message; the same object again is counted. Handle values (hex) are not part
+// of the identity, so a loop failing on many anonymous handles stays one finding.
+TEST(Findings, DifferentMessagesAtOneSiteAreDifferentFindings) {
+  FindingStore store;
+  int site;
+  auto freeing = [&](const char* name, Handle h) {
+    FindingInput in = input(Rule::ObjectInvalid, &site, -1, "predefined and cannot be freed");
+    in.call = "MPI_Comm_free";
+    in.has_object = true;
+    in.object = h;
+    in.object_name = name;
+    return in;
+  };
+  store.record(freeing("MPI_COMM_WORLD", 1));
+  store.record(freeing("MPI_COMM_SELF", 2));
+  store.record(freeing("MPI_COMM_WORLD", 1));
+  ASSERT_EQ(store.size(), 2u);
+  EXPECT_STREQ(store.at(0).message, "MPI_Comm_free: MPI_COMM_WORLD is predefined and cannot be freed");
+  EXPECT_STREQ(store.at(1).message, "MPI_Comm_free: MPI_COMM_SELF is predefined and cannot be freed");
+  EXPECT_EQ(store.at(0).count.load(), 2u);
+  EXPECT_EQ(store.at(1).count.load(), 1u);
+
+  FindingStore anonymous;
+  for (Handle h = 0x1000; h < 0x1010; ++h) anonymous.record(freeing(nullptr, h));
+  ASSERT_EQ(anonymous.size(), 1u);
+  EXPECT_EQ(anonymous.at(0).count.load(), 16u);
 }
 
 TEST(Findings, MessageAndHintComeFromTheRuleTemplate) {
@@ -129,6 +159,34 @@ TEST(Report, EmptyReportIsValid) {
   RunInfo run;
   const nlohmann::json j = render(run, store);
   EXPECT_TRUE(j["findings"].empty());
+}
+
+// The job the user started keeps rank-N.json; a spawned job's ranks (world ranks from 0 again)
+// are named by their job, or by their pid when the process manager gives no job identity.
+TEST(ReportFile, SpawnedJobsAreNamedByJob) {
+  RunInfo run;
+  run.rank = 3;
+  run.pid = 4242;
+  char name[160];
+  report_file_name(run, name, sizeof name);
+  EXPECT_STREQ(name, "rank-3.json");
+  run.spawned = true;
+  report_file_name(run, name, sizeof name);
+  EXPECT_STREQ(name, "job-pid4242-rank-3.json");
+
+  ::unsetenv("OMPI_MCA_ess_base_jobid");
+  ::setenv("PMIX_NAMESPACE", "prterun-vm-1234@2/x y", 1);  // Open MPI 5 style, with junk
+  find_job_identity(run.job, sizeof run.job);
+  EXPECT_STREQ(run.job, "prterun-vm-1234_2_x_y");
+  report_file_name(run, name, sizeof name);
+  EXPECT_STREQ(name, "job-prterun-vm-1234_2_x_y-rank-3.json");
+  ::unsetenv("PMIX_NAMESPACE");
+  ::setenv("OMPI_MCA_ess_base_jobid", "1105002498", 1);
+  find_job_identity(run.job, sizeof run.job);
+  EXPECT_STREQ(run.job, "1105002498");
+  ::unsetenv("OMPI_MCA_ess_base_jobid");
+  find_job_identity(run.job, sizeof run.job);
+  EXPECT_STREQ(run.job, "");
 }
 
 TEST(ReportFile, WritesAtomicallyAndNeverThroughASymlink) {

@@ -119,6 +119,37 @@ class LauncherTest(unittest.TestCase):
         self.assertIn(f"{supp}:1:", p.stderr)
         self.assertNotIn("demo: done", p.stdout)
 
+    def test_default_suppressions_leave_out_mpi4py_lock_table_only(self):
+        # A pickled collective makes mpi4py (Debian python3-mpi4py 3.1.4) cache its lock table on
+        # MPI_COMM_WORLD: benign, suppressed by default, counted. The program's own attribute with
+        # a delete callback on MPI_COMM_WORLD, set through mpi4py too, is still reported.
+        program = ("from mpi4py import MPI\n"
+                   "c = MPI.COMM_WORLD\n"
+                   "print(c.allreduce(c.Get_rank()))\n"
+                   "key = MPI.Comm.Create_keyval(delete_fn=lambda comm, k, v: None)\n"
+                   "c.Set_attr(key, 'mine')\n"
+                   "MPI.Comm.Free_keyval(key)\n")
+        command = ["--output", self.out, "--fail-on", "warning", "--", "mpirun", "-np", "2",
+                   "/usr/bin/python3", "-c", program]
+        p = run([LAUNCHER] + command)
+        self.assertEqual(p.returncode, 1, p.stderr)  # the program's own attribute
+        self.assertIn("2 suppressed (2 by default suppressions)", p.stderr)
+        merged = self.merged()
+        world = [f for f in merged["findings"] if f["rule"] == "attr.world-at-finalize"]
+        self.assertEqual([f["count"] for f in world], [2])
+        self.assertEqual([(s["rule"], s["count"], s.get("default")) for s in merged["suppressed"]],
+                         [("attr.world-at-finalize", 2, True)])
+        self.assertRegex(merged["suppressed"][0]["suppression"], r"/lib/attrcheck/default\.supp:\d+$")
+        self.assertEqual(merged["summary"]["suppressed"], 2)
+        tool = os.path.join(BUILD, "bin", "attrcheck-report")
+        self.assertIn("2 suppressed", run([tool, "summary", self.out]).stdout)
+        self.assertNotIn("suppressed", run([tool, "--no-default-suppressions", "summary", self.out]).stdout)
+        p = run([LAUNCHER, "--no-default-suppressions"] + command)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertNotIn("suppressed", p.stderr)
+        world = [f for f in self.merged()["findings"] if f["rule"] == "attr.world-at-finalize"]
+        self.assertEqual([f["count"] for f in world], [2, 2])
+
     def test_stack_depth_option(self):
         self.assertEqual(run([LAUNCHER, "--stack-depth", "99", "--", "true"]).returncode, 2)
         run([LAUNCHER, "--stack-depth", "0", "--output", self.out, "--fail-on", "never", "--",

@@ -110,6 +110,46 @@ class ReportToolTest(unittest.TestCase):
         # A merged report merges again (e.g. several jobs of one CI run).
         self.assertEqual(tool("merge", target, self.rank0, "-o", self.out("twice.json")).returncode, 0)
 
+    def test_merge_keeps_spawned_jobs_and_distinct_messages_apart(self):
+        # rank 0 of the job the user started, and rank 0 of a job it spawned: one finding on both,
+        # told apart; and a finding whose message differs (another object at the same site) is
+        # its own finding, however the handle values differ.
+        with open(self.rank0) as f:
+            parent = json.load(f)
+        self.assertEqual((parent["version"], parent["run"]["spawned"]), ("1.1", False))
+        child = json.loads(json.dumps(parent))
+        child["run"].update(job="4711", spawned=True, pid=parent["run"]["pid"] + 1)
+        double = next(f for f in child["findings"] if f["rule"] == "keyval.double-free")
+        other = dict(double, message=double["message"] + " (on comm 0x1234)")
+        child["findings"].append(other)
+        paths = []
+        for name, data in (("rank-0.json", parent), ("job-4711-rank-0.json", child)):
+            os.makedirs(self.out("spawned"), exist_ok=True)
+            paths.append(os.path.join(self.out("spawned"), name))
+            with open(paths[-1], "w") as f:
+                json.dump(data, f)
+        target = self.out("spawned.json")
+        p = tool("merge", self.out("spawned"), "-o", target, "--force")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(target) as f:
+            merged = json.load(f)
+        self.assertEqual([(r["rank"], r.get("job"), r.get("spawned")) for r in merged["ranks"]],
+                         [(0, parent["run"]["job"], False), (0, "4711", True)])
+        doubles = [f for f in merged["findings"] if f["rule"] == "keyval.double-free"]
+        self.assertEqual(len(doubles), 2)
+        same = next(f for f in doubles if "0x" not in f["message"])
+        self.assertEqual((same["count"], same["ranks"], same["spawned_ranks"]), (2, [0], [{"job": "4711", "ranks": [0]}]))
+        apart = next(f for f in doubles if "0x" in f["message"])
+        self.assertEqual((apart["count"], apart["ranks"], apart["spawned_ranks"]), (1, [], [{"job": "4711", "ranks": [0]}]))
+        line = next(l for l in tool("summary", target).stdout.splitlines() if same["message"] in l and "0x" not in l)
+        self.assertIn("0 job 4711:0", line)
+        # Merging the merged report again keeps them apart.
+        again = self.out("spawned-again.json")
+        self.assertEqual(tool("merge", target, self.rank0, "-o", again, "--force").returncode, 0)
+        with open(again) as f:
+            same = next(f for f in json.load(f)["findings"] if f["message"] == same["message"])
+        self.assertEqual((same["count"], same["ranks"], same["spawned_ranks"]), (3, [0], [{"job": "4711", "ranks": [0]}]))
+
     def test_gate_by_severity_and_rule(self):
         self.assertEqual(tool("gate", self.run_dir).returncode, 1)  # errors exist
         self.assertEqual(tool("gate", self.run_dir, "--rule", "deprecated.*").returncode, 0)  # warnings only
@@ -204,7 +244,7 @@ class ReportToolTest(unittest.TestCase):
 
     def test_malformed_suppressions_name_the_file_and_line(self):
         for text, words in (("keyval.leak\n", "expected 'RULE_GLOB KIND:GLOB'"),
-                            ("keyval.leak obj:foo\n", "frame pattern must be fun:GLOB, lib:GLOB or src:GLOB"),
+                            ("keyval.leak obj:foo\n", "frame pattern must be fun:GLOB, lib:GLOB, src:GLOB or at:GLOB"),
                             ("Keyval.Leak fun:x\n", "'Keyval.Leak' is not a rule id or glob")):
             supp = self.out("bad.supp")
             with open(supp, "w") as f:

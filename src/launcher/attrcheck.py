@@ -23,7 +23,11 @@ options:
                        error (default), warning, info, never
   --suppressions FILE  findings to leave out of the merged report, the summary and the
                        gate (kept in it as suppressed counts); lines "RULE_GLOB KIND:GLOB",
-                       KIND fun, lib or src (see README, Suppressions) [ATTRCHECK_SUPPRESSIONS]
+                       KIND fun, lib, src or at (see README, Suppressions)
+                                                                [ATTRCHECK_SUPPRESSIONS]
+  --no-default-suppressions
+                       do not apply the default suppressions shipped with attrcheck
+                       (lib/attrcheck/default.supp: benign patterns of well-known libraries)
   --stack-depth N      frames recorded per stack, 0..16 (default 16) [ATTRCHECK_STACK_DEPTH]
   --provenance WHAT    what keyval creations and frees record for findings: stack
                        (default: the whole stack, a few microseconds each) or site (the
@@ -71,12 +75,17 @@ def parse(argv):
             "--suppressions": os.environ.get("ATTRCHECK_SUPPRESSIONS", ""),
             "--stack-depth": os.environ.get("ATTRCHECK_STACK_DEPTH", "16"),
             "--provenance": os.environ.get("ATTRCHECK_PROVENANCE", "stack")}
+    opts["--no-default-suppressions"] = False
     i = 0
     while i < len(argv):
         arg = argv[i]
         if arg == "--":
             command = argv[i + 1:]
             break
+        if arg == "--no-default-suppressions":
+            opts[arg] = True
+            i += 1
+            continue
         if arg in ("-h", "--help"):
             print(__doc__.strip())
             sys.exit(0)
@@ -135,12 +144,14 @@ def run(command, env):
 def main(argv):
     opts, command = parse(argv)
     output = os.path.abspath(opts["--output"])
-    suppressions = None
-    if opts["--suppressions"]:
-        try:  # before the run: a malformed file must not cost a whole job
-            suppressions = reports.load_suppressions(opts["--suppressions"])
-        except reports.ReportError as e:
-            die(str(e))
+    suppressions = []
+    try:  # before the run: a malformed file must not cost a whole job
+        if opts["--suppressions"]:
+            suppressions += reports.load_suppressions(opts["--suppressions"])
+        if not opts["--no-default-suppressions"]:
+            suppressions += reports.default_suppressions()
+    except reports.ReportError as e:
+        die(str(e))
     inner = any(v in os.environ for v in RANK_ENV)  # `mpirun ... attrcheck -- app`: one rank
     try:
         os.makedirs(output, exist_ok=True)

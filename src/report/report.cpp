@@ -240,24 +240,51 @@ void FindingStore::record(const FindingInput& in) noexcept { record_impl(in, fal
 void FindingStore::record_async_signal_safe(const FindingInput& in) noexcept { record_impl(in, true); }
 
 namespace {
-std::uint64_t hash_text(const char* s) noexcept {
+// Text into a running FNV-1a hash, with hexadecimal numbers (handles, addresses) left out.
+std::uint64_t hash_text(const char* s, std::uint64_t h) noexcept {
+  while (s && *s) {
+    if (s[0] == '0' && s[1] == 'x') {
+      for (s += 2; (*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f'); ++s) {}
+      h = (h ^ '#') * 0x100000001b3ULL;
+      continue;
+    }
+    h = (h ^ static_cast<unsigned char>(*s++)) * 0x100000001b3ULL;
+  }
+  return (h ^ '|') * 0x100000001b3ULL;
+}
+
+// A message's identity without building it: what the rule's template fills in, with hex numbers
+// left out, as the merge of rank reports does ({call} and {keyval} are compared on their own). So
+// MPI_COMM_WORLD and MPI_COMM_SELF freed at one site are two findings, while one site failing on
+// many anonymous handles ("comm 0x...") stays one.
+std::uint64_t message_identity(const char* tmpl, const FindingInput& in) noexcept {
   std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (; s && *s; ++s) h = (h ^ static_cast<unsigned char>(*s)) * 0x100000001b3ULL;
+  for (const char* p = tmpl ? std::strchr(tmpl, '{') : nullptr; p; p = std::strchr(p, '{')) {
+    const char* end = std::strchr(p, '}');
+    if (!end) break;
+    const std::size_t len = static_cast<std::size_t>(end - p - 1);
+    auto is = [&](const char* name) { return std::strlen(name) == len && std::strncmp(p + 1, name, len) == 0; };
+    if (is("object")) h = hash_text(in.object_name && in.object_name[0] ? in.object_name : to_string(in.kind), h);
+    else if (is("detail")) h = hash_text(in.detail, h);
+    else if (is("replacement")) h = hash_text(in.replacement, h);
+    p = end + 1;
+  }
   return h;
 }
 }  // namespace
 
 void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcept {
-  const std::uint64_t detail_hash = hash_text(in.detail);
-  // The same rule at the same site from the same call (for the same keyval) is one finding: count
-  // it. Entries are
-  // only ever appended and committed once filled, so this scan needs no lock.
+  const RuleInfo& info = rule_info(in.rule);
+  const std::uint64_t message_hash = message_identity(info.message, in);
+  // The same rule at the same site from the same call with the same message (for the same
+  // keyval) is one finding: count it. Entries are only ever appended and committed once filled,
+  // so this scan needs no lock.
   const std::size_t n = size();
   for (std::size_t i = 0; i < n; ++i) {
     Finding& f = entries_[i];
     if (!f.committed.load(std::memory_order_acquire)) continue;
     // The keyval is part of the identity: two keyvals leaked at one MPI_Finalize are two findings.
-    if (f.rule == in.rule && f.site == in.site && f.detail_hash == detail_hash && f.has_keyval == in.has_keyval &&
+    if (f.rule == in.rule && f.site == in.site && f.message_hash == message_hash && f.has_keyval == in.has_keyval &&
         (!in.has_keyval || f.keyval == in.keyval) && std::strncmp(f.call, in.call ? in.call : "", sizeof f.call) == 0) {
       f.count.fetch_add(1, std::memory_order_relaxed);
       version_.fetch_add(1, std::memory_order_release);
@@ -279,10 +306,10 @@ void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcep
     return;
   }
   Finding& f = entries_[slot];
-  const RuleInfo& info = rule_info(in.rule);
   f.rule = in.rule;
   f.site = in.site;
-  f.detail_hash = detail_hash;
+  f.site_is_entry = in.site_is_entry;
+  f.message_hash = message_hash;
   f.has_keyval = in.has_keyval;
   f.keyval = in.keyval;
   f.has_object = in.has_object;
@@ -419,6 +446,9 @@ void render_finding(FdWriter& w, int rank, const Finding& f, StackId stack_id) n
   w.key("offset"); w.hex(f.offset); w.raw(",");
   w.key("symbol"); w.str(f.symbol); w.raw(",");
   w.key("module"); w.str(f.module);
+  // A callback's entry address names its function as is; a return address is symbolized at
+  // the call before it.
+  if (f.site_is_entry) { w.raw(","); w.key("entry"); w.raw("true"); }
   w.raw("}}");
 }
 
@@ -447,6 +477,8 @@ bool render_json(int fd, const RunInfo& run, const FindingStore& store) noexcept
   w.key("rank"); w.num(run.rank); w.raw(",");
   w.key("size"); w.num(run.size); w.raw(",");
   w.key("pid"); w.num(run.pid); w.raw(",");
+  w.key("job"); w.str(run.job); w.raw(",");
+  w.key("spawned"); w.raw(run.spawned ? "true" : "false"); w.raw(",");
   w.key("mode"); w.str(run.mode); w.raw(",");
   w.key("on_error"); w.str(run.on_error); w.raw(",");
   w.key("thread_level"); w.str(run.thread_level); w.raw(",");
@@ -516,6 +548,42 @@ void render_summary(int fd, const RunInfo& run, const FindingStore& store) noexc
     }
     w.raw("\n");
   }
+}
+
+void find_job_identity(char* out, std::size_t size) noexcept {
+  if (!size) return;
+  out[0] = '\0';
+  const char* id = nullptr;
+  for (const char* name : {"PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid"}) {
+    id = std::getenv(name);
+    if (id && *id) break;
+  }
+  std::size_t n = 0;
+  for (; id && *id && n + 1 < size; ++id) {
+    const char c = *id;
+    const bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+                       c == '_' || c == '-';
+    out[n++] = plain ? c : '_';
+  }
+  out[n] = '\0';
+}
+
+void report_file_name(const RunInfo& run, char* out, std::size_t size) noexcept {
+  Appender a{out, size};
+  if (size) out[0] = '\0';
+  if (run.spawned) {
+    a.put("job-");
+    if (run.job[0]) {
+      a.put(run.job);
+    } else {
+      a.put("pid");
+      a.num(run.pid);
+    }
+    a.put("-");
+  }
+  a.put("rank-");
+  a.num(run.rank);
+  a.put(".json");
 }
 
 bool ReportFile::prepare(const char* dir, const char* name, char* error, std::size_t error_size) noexcept {

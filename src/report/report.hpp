@@ -3,8 +3,8 @@
 // Findings live in a fixed table of plain structs, so that the report can be rendered and
 // written from a fatal-signal handler: rendering allocates nothing and writes with write(2);
 // the file is written to a temporary name and renamed into place (no symlink followed).
-// The same rule at the same call site (from the same MPI call, for the same keyval) is one finding
-// with a count.
+// The same rule at the same call site (from the same MPI call, with the same message, for the same
+// keyval) is one finding with a count.
 #pragma once
 
 #include <atomic>
@@ -17,7 +17,7 @@
 namespace attrcheck {
 
 inline constexpr char kReportSchema[] = "attrcheck.rank-report";
-inline constexpr char kReportVersion[] = "1.0";
+inline constexpr char kReportVersion[] = "1.1";
 inline constexpr char kToolVersion[] = "0.1.0";
 
 // Builds text into a fixed buffer, truncating; no allocation (usable in signal handlers).
@@ -55,6 +55,7 @@ struct FindingInput {
   Rule rule;
   const char* call = nullptr;         // the MPI function, e.g. "MPI_Comm_set_attr"
   const void* site = nullptr;         // return address into the application
+  bool site_is_entry = false;         // `site` is a function's entry (a callback), not a return address
   const char* site_symbol = nullptr;  // already known (signal path): skips symbolization
   bool has_keyval = false;
   int keyval = 0;
@@ -73,8 +74,10 @@ struct Finding {
   std::atomic<std::uint64_t> count{0};
   Rule rule = Rule::Count;
   const void* site = nullptr;
-  std::uint64_t detail_hash = 0;
-  std::uint64_t offset = 0;       // site - its module's base: the same in every rank despite ASLR  // part of the identity: two deprecated constants at one site differ
+  bool site_is_entry = false;
+  std::uint64_t message_hash = 0;  // part of the identity: freeing MPI_COMM_WORLD and MPI_COMM_SELF
+                                   // at one site are two findings (hex numbers left out)
+  std::uint64_t offset = 0;        // site - its module's base: the same in every rank despite ASLR
   bool has_keyval = false;
   int keyval = 0;
   bool has_object = false;
@@ -99,6 +102,10 @@ struct RunInfo {
   int rank = -1;
   int size = 0;
   long pid = 0;
+  // The job this process belongs to: `job` as the process manager names it (empty if it does not
+  // say), `spawned` if the job was started by MPI_Comm_spawn (it has a parent).
+  char job[64] = "";
+  bool spawned = false;
   char mode[16] = "shadow";
   char on_error[16] = "report";
   char thread_level[32] = "";
@@ -163,6 +170,15 @@ class FindingStore {
 bool render_json(int fd, const RunInfo& run, const FindingStore& store) noexcept;
 // The human summary, like the sanitizers print it. Async-signal-safe.
 void render_summary(int fd, const RunInfo& run, const FindingStore& store) noexcept;
+
+// The job identity the process manager put in the environment: PMIx's namespace (Open MPI, and any
+// PMIx launcher), else Open MPI's job id; "" if neither (MPICH's Hydra names its jobs only over the
+// PMI connection). Only [A-Za-z0-9._-] are kept, so it can be part of a file name. Call at init.
+void find_job_identity(char* out, std::size_t size) noexcept;
+// A rank's report file name: rank-N.json in the job the user started; job-ID-rank-N.json in a job
+// started by MPI_Comm_spawn (ID: the job identity, or pidP when there is none), so that spawned
+// jobs, whose world ranks start at 0 again, do not overwrite each other's reports.
+void report_file_name(const RunInfo& run, char* out, std::size_t size) noexcept;
 
 // Where a rank's report goes; paths are prepared once (at init) so writing needs no allocation.
 class ReportFile {

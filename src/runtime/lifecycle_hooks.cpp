@@ -30,6 +30,9 @@ int on_finalize(const Call& call, const FnRef<int()>& forward) {
     const KeyRecord* rec = record_for(a.keyval);
     in.has_keyval = true;
     in.keyval = rec ? rec->user_id : a.keyval;
+    ProvenanceStorage storage;  // the site is MPI_Finalize's: say whose attribute it is
+    add_provenance(in, storage, "attribute set", a.set_at);
+    add_keyval_provenance(in, storage, a.keyval, false);
     report(in);
   }
   g_fast.open.store(false, std::memory_order_release);

@@ -149,6 +149,7 @@ void report_callback(Rule rule, const char* what, int keyval, const char* tail, 
   in.rule = rule;
   in.call = current_call_name();
   in.site = fn;
+  in.site_is_entry = true;  // symbolized as is, not as a return address
   in.has_keyval = true;
   in.keyval = keyval;
   in.detail = detail;
@@ -439,6 +440,7 @@ void on_fatal_signal(int sig, siginfo_t* info, void* context) {
     in.rule = Rule::CallbackCrash;
     in.call = cb->call ? cb->call : "?";
     in.site = cb->fn;
+    in.site_is_entry = true;
     in.has_keyval = true;
     in.keyval = cb->keyval;
     in.detail = detail;
@@ -902,12 +904,17 @@ void started(int provided) {
   r.engine->create_object(ObjectKind::Comm, r.self, kObjectPredefined | kObjectSelf);
   register_predefined_keys(*r.engine);
 
-  // The report is named by rank from now on; one written before MPI_Init (pid-N.json) moves.
+  // The report is named by rank (and spawned job) from now on; one written before MPI_Init
+  // (pid-N.json) moves.
   const bool had_early = r.report.ready();
   char early[1024];
   std::snprintf(early, sizeof early, "%s", r.report.path());
-  char name[64];
-  std::snprintf(name, sizeof name, "rank-%d.json", r.run.rank);
+  MPI_Comm parent = MPI_COMM_NULL;
+  PMPI_Comm_get_parent(&parent);
+  r.run.spawned = parent != MPI_COMM_NULL;
+  find_job_identity(r.run.job, sizeof r.run.job);
+  char name[160];
+  report_file_name(r.run, name, sizeof name);
   if (prepare_report(r, name) && had_early) ::unlink(early);
   start_journal();
   r.phase.store(static_cast<int>(Phase::Running), std::memory_order_release);

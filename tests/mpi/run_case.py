@@ -9,6 +9,11 @@ A case is a C, C++ or Fortran program whose first comment lines (// or !) say wh
                                                without-finalize: what the library's launcher
                                                makes of a rank's exit() without MPI_Finalize
   // native: same-stdout                         stdout must equal a native run's
+  // expect-processes: 4                         the merged report holds this many rank reports,
+                                                 each of a distinct process (job, rank)
+  // expect-everywhere: keyval.leak              the rule is reported on every one of them
+  // expect-message: RULE TEXT                   some RULE finding's message contains TEXT (repeatable)
+  // expect-where: RULE FUNCTION                 every RULE finding's site is symbolized to FUNCTION
   // env: NAME=VALUE ...                         extra environment for the run under attrcheck
   // native: error-classes                       a native run's "error-class SITUATION CLASS" lines
                                                must be the library profile's ERROR_CLASS table
@@ -57,7 +62,8 @@ TIMEOUT = 120
 
 def header(source):
     spec = {"np": 2, "modes": ["shadow", "emulate"], "expect": [], "clean": False, "exit": "0", "native": None,
-            "env": {}, "divergence": [], "expect_unless": [], "status": None}
+            "env": {}, "divergence": [], "expect_unless": [], "status": None,
+            "processes": None, "everywhere": [], "messages": [], "where": []}
     with open(source) as f:
         for line in f:
             line = line.strip()
@@ -89,6 +95,16 @@ def header(source):
                 spec["status"] = body.split(":", 1)[1].strip()
             elif body.startswith("native:"):
                 spec["native"] = body.split(":", 1)[1].strip()
+            elif body.startswith("expect-processes:"):
+                spec["processes"] = int(body.split(":", 1)[1])
+            elif body.startswith("expect-everywhere:"):
+                spec["everywhere"] += body.split(":", 1)[1].split()
+            elif body.startswith("expect-message:"):
+                rule, _, text = body.split(":", 1)[1].strip().partition(" ")
+                spec["messages"].append((rule, text.strip()))
+            elif body.startswith("expect-where:"):
+                rule, function = body.split(":", 1)[1].split()
+                spec["where"].append((rule, function))
             elif body.startswith("env:"):
                 for item in body.split(":", 1)[1].split():
                     name, _, value = item.partition("=")
@@ -174,6 +190,24 @@ def main():
     statuses = [r.get("status") for r in merged.get("ranks", [])]
     if spec["status"] and (len(statuses) != spec["np"] or any(s != spec["status"] for s in statuses)):
         failures.append(f"rank statuses {statuses}, expected {spec['np']} x {spec['status']}")
+    if spec["processes"] is not None:
+        everyone = [reports.process_of(r) for r in merged.get("ranks", [])]
+        if len(everyone) != spec["processes"] or len(set(everyone)) != len(everyone):
+            failures.append(f"expected {spec['processes']} rank reports of distinct processes, got "
+                            f"{len(everyone)}: {everyone}")
+    for rule in spec["everywhere"]:
+        found = set().union(*[reports.processes(f) for f in merged["findings"] if f["rule"] == rule])
+        missing = [p for p in (reports.process_of(r) for r in merged.get("ranks", [])) if p not in found]
+        if missing:
+            failures.append(f"{rule} not reported on processes (job, rank) {missing}")
+    for rule, text in spec["messages"]:
+        if not any(f["rule"] == rule and text in f.get("message", "") for f in merged["findings"]):
+            failures.append(f"no {rule} finding says '{text}' (got: "
+                            f"{[f.get('message') for f in merged['findings'] if f['rule'] == rule]})")
+    for rule, function in spec["where"]:
+        sites = [(f.get("site") or {}).get("function") for f in merged["findings"] if f["rule"] == rule]
+        if not sites or any(s != function for s in sites):
+            failures.append(f"{rule} should be at {function}, is at {sites}")
     if spec["exit"] == "signal" and not any(r.get("status") == "signal" for r in merged.get("ranks", [])):
         failures.append("no rank report says it ended by a signal")
 

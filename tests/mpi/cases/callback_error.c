@@ -1,6 +1,7 @@
 // attrcheck-test: np=2 modes=shadow,emulate
 // expect: callback.error
 // divergence: comm-free-drops-attributes-on-failed-delete
+// expect-where: callback.error failing_delete
 // clean
 // exit: 0
 /* callback.error: a delete callback returns MPI_ERR_OTHER during MPI_Comm_free, so the free must
@@ -10,6 +11,8 @@
 
 static int calls = 0;
 
+/* The finding's site is this callback's entry address: it must name failing_delete, not whatever
+ * function precedes it in the binary (a return address minus one would). */
 static int failing_delete(MPI_Comm comm, int keyval, void* value, void* extra) {
   (void)comm; (void)keyval; (void)value; (void)extra;
   return ++calls == 1 ? MPI_ERR_OTHER : MPI_SUCCESS; /* BUG the first time */
