@@ -424,13 +424,48 @@ def _addr2line_target(frame):
     return module, int(base, 16) - (0 if frame.get("entry") else 1)
 
 
+def _function_symbols(module):
+    """[(start, end, name)] of the module's function symbols with a size, from its symbol table,
+    or from its dynamic one when it is stripped (binutils' nm)."""
+    symbols = []
+    for extra in ([], ["-D"]):
+        try:
+            out = subprocess.run(["nm", "-S", "-C", "--defined-only"] + extra + [module],
+                                 capture_output=True, text=True, timeout=120).stdout
+        except (OSError, subprocess.SubprocessError):
+            return []
+        for line in out.splitlines():
+            parts = line.split(None, 3)
+            if len(parts) == 4 and parts[2] in "TtWwi" and len(parts[2]) == 1:
+                try:
+                    start, size = int(parts[0], 16), int(parts[1], 16)
+                except ValueError:
+                    continue
+                symbols.append((start, start + size, parts[3]))
+        if symbols:
+            break
+    return symbols
+
+
+def _covering(symbols, address):
+    """The name of the function symbol whose extent holds `address`, or ''."""
+    for start, end, name in symbols:
+        if start <= address < end:
+            return name
+    return ""
+
+
 def _addr2line(module, addresses):
-    """{address: (function, file, line)} from one addr2line run over a module."""
+    """{address: (function, file, line)} from one addr2line run over a module. Without debug
+    information addr2line names the nearest symbol *before* an address, which in a stripped
+    library is often another function (a static one's address gets the exported one before it):
+    a name is kept only when that symbol's extent holds the address."""
     try:
         out = subprocess.run(["addr2line", "-f", "-C", "-e", module] + [hex(a) for a in addresses],
                              capture_output=True, text=True, timeout=120).stdout.split("\n")
     except (OSError, subprocess.SubprocessError):
         return {}
+    symbols = None
     result = {}
     for i, address in enumerate(addresses):
         if 2 * i + 1 >= len(out):
@@ -440,7 +475,12 @@ def _addr2line(module, addresses):
         file, _, rest = where.rpartition(":")
         digits = re.match(r"\d+", rest)
         line = int(digits.group()) if digits and file != "??" else 0
-        result[address] = ("" if function == "??" else function, "" if file in ("??", "") else file, line)
+        function = "" if function == "??" else function
+        if function and file in ("??", ""):  # named from a symbol table only: check its extent
+            if symbols is None:
+                symbols = _function_symbols(module)
+            function = _covering(symbols, address)
+        result[address] = (function, "" if file in ("??", "") else file, line)
     return result
 
 

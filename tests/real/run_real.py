@@ -26,10 +26,12 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "mpi"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "reports"))
 import attrcheck_report as reports  # noqa: E402
-from run_case import ENV, schema_errors  # noqa: E402  (the MPI tests' environment and schema check)
+from mpi_config import ENV  # noqa: E402  (the MPI tests' environment)
+from run_case import schema_errors  # noqa: E402  (the MPI tests' schema check)
 
 def per_rank(directory, ignore):
     """{rank: [lines]} of the first job's stdout files that `mpirun --output-filename DIR` wrote

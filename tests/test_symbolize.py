@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""Symbolization names the function that holds an address, or none.
+
+Without debug information addr2line names the nearest symbol before an address; in a stripped
+library (Debian's mpi4py and PETSc modules) that is often another function: a static function's
+code gets the exported one before it. attrcheck_report keeps a name only when the symbol's extent
+holds the address. Builds a small stripped library with cc to check it."""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "reports"))
+import attrcheck_report as reports  # noqa: E402
+
+SOURCE = r"""
+int exported_first(int x) { return x * 3 + 1; }
+static int __attribute__((noinline)) hidden_second(int x) { volatile int y = x; return y * 7 + exported_first(y); }
+int exported_third(int x) { return hidden_second(x) + 2; }
+"""
+
+
+class SymbolizeTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="attrcheck-sym-")
+        src = os.path.join(cls.dir, "lib.c")
+        with open(src, "w") as f:
+            f.write(SOURCE)
+        cls.lib = os.path.join(cls.dir, "libsym.so")
+        subprocess.run(["cc", "-O1", "-shared", "-fPIC", "-o", cls.lib, src], check=True)
+        subprocess.run(["strip", "--strip-all", cls.lib], check=True)
+        symbols = {}
+        for line in subprocess.run(["nm", "-D", "-S", "--defined-only", cls.lib], capture_output=True,
+                                   text=True, check=True).stdout.splitlines():
+            start, size, _, name = line.split()
+            symbols[name] = (int(start, 16), int(start, 16) + int(size, 16))
+        cls.first, cls.third = symbols["exported_first"], symbols["exported_third"]
+
+    def site(self, offset, entry=True):
+        return {"module": self.lib, "offset": hex(offset), "address": hex(0x7f0000000000 + offset), "entry": entry}
+
+    def symbolize(self, *sites):
+        report = {"findings": [{"site": s} for s in sites], "stacks": []}
+        reports.symbolized(report)
+        return [f["site"].get("function", "") for f in report["findings"]]
+
+    def test_a_static_function_after_an_exported_one_gets_no_name(self):
+        hidden = self.first[1] + 2  # inside hidden_second, which follows exported_first
+        self.assertLess(hidden, self.third[0])
+        self.assertEqual(self.symbolize(self.site(hidden)), [""])
+
+    def test_an_exported_function_is_named(self):
+        self.assertEqual(self.symbolize(self.site(self.third[0]), self.site(self.first[0])),
+                         ["exported_third", "exported_first"])
+
+    def test_a_return_address_inside_a_function_names_it(self):
+        self.assertEqual(self.symbolize(self.site(self.third[0] + 8, entry=False)), ["exported_third"])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
