@@ -119,6 +119,7 @@ class LauncherTest(unittest.TestCase):
         self.assertIn(f"{supp}:1:", p.stderr)
         self.assertNotIn("demo: done", p.stdout)
 
+    @unittest.skipUnless(MPI.library == "openmpi", "Debian's python3-mpi4py is built against Open MPI only")
     def test_default_suppressions_leave_out_mpi4py_lock_table_only(self):
         # A pickled collective makes mpi4py (Debian python3-mpi4py 3.1.4) cache its lock table on
         # MPI_COMM_WORLD: benign, suppressed by default, counted. The program's own attribute with

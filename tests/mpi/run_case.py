@@ -15,6 +15,7 @@ A case is a C, C++ or Fortran program whose first comment lines (// or !) say wh
   // expect-message: RULE TEXT                   some RULE finding's message contains TEXT (repeatable)
   // expect-where: RULE FUNCTION                 every RULE finding's site is symbolized to FUNCTION
   // env: NAME=VALUE ...                         extra environment for the run under attrcheck
+  // skip-on LIBRARY: REASON                     the case cannot run on that library (ctest: skipped)
   // native: error-classes                       a native run's "error-class SITUATION CLASS" lines
                                                must be the library profile's ERROR_CLASS table
   // status: STATUS                              every rank's status in the merged report
@@ -63,7 +64,7 @@ TIMEOUT = 120
 def header(source):
     spec = {"np": 2, "modes": ["shadow", "emulate"], "expect": [], "clean": False, "exit": "0", "native": None,
             "env": {}, "divergence": [], "expect_unless": [], "status": None,
-            "processes": None, "everywhere": [], "messages": [], "where": []}
+            "processes": None, "everywhere": [], "messages": [], "where": [], "skip_on": {}}
     with open(source) as f:
         for line in f:
             line = line.strip()
@@ -105,6 +106,9 @@ def header(source):
             elif body.startswith("expect-where:"):
                 rule, function = body.split(":", 1)[1].split()
                 spec["where"].append((rule, function))
+            elif body.startswith("skip-on "):
+                library, _, reason = body[len("skip-on "):].partition(":")
+                spec["skip_on"][library.strip()] = reason.strip()
             elif body.startswith("env:"):
                 for item in body.split(":", 1)[1].split():
                     name, _, value = item.partition("=")
@@ -122,6 +126,9 @@ def exit_ok(expected, status):
     return str(status) == expected
 
 
+SKIP = 77  # ctest's SKIP_RETURN_CODE for these tests
+
+
 def main():
     ap = argparse.ArgumentParser()
     for a in ("--launcher", "--build", "--exe", "--source", "--mode", "--workdir"):
@@ -129,6 +136,9 @@ def main():
     a = ap.parse_args()
     spec = header(a.source)
     cfg = mpi_config.load(a.build)
+    if cfg.library in spec["skip_on"]:
+        print(f"skipped on {cfg.library}: {spec['skip_on'][cfg.library]}")
+        return SKIP
     profiles = mpi_config.profiles()
     for d in spec["divergence"]:
         if not any(d in p["divergences"] for p in profiles.values()):
