@@ -63,7 +63,9 @@ inline Handle handle(T h) noexcept {
   if constexpr (std::is_pointer_v<T>) {
     return static_cast<Handle>(reinterpret_cast<std::uintptr_t>(h));
   } else {
-    return static_cast<Handle>(h);
+    // An integer handle (MPICH's) as its bits: MPICH's handles have the top bit set, and a
+    // sign-extended one would read 0xffffffff84000002 in reports.
+    return static_cast<Handle>(static_cast<std::make_unsigned_t<T>>(h));
   }
 }
 
