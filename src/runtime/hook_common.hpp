@@ -19,6 +19,11 @@ const void* thread_token() noexcept;
 // Everything an intercepted call checks first. False: refuse with *rc.
 [[gnu::noinline]] bool enter_slow(const Call& call, int* rc);
 
+// MPI was started through a path the tool did not see (`use mpi_f08`'s MPI_Init, a PMPI_Init):
+// if the library says it runs, the tool adopts that state as MPI_Init would have set it. False:
+// MPI is not running (not yet, or finalized).
+bool adopt_library_start() noexcept;
+
 // The common case in one inline test: MPI running, a current call, and a thread that passed the
 // thread-level check with no callback of ours running (t_cb_top). Anything else takes the full
 // path (enter_slow).

@@ -33,6 +33,8 @@ bool enter_slow(const Call& call, int* rc) {
   Runtime& r = state();
   switch (phase()) {
     case Phase::BeforeInit:
+      // Certain only once the library agrees: MPI may have started where the tool did not see it.
+      if (adopt_library_start()) return enter(call, rc);
       report(finding(Rule::LifecycleBeforeInit, call));
       *rc = MPI_ERR_OTHER;
       return false;

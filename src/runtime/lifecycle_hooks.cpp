@@ -1,21 +1,41 @@
 // The lifecycle hooks: MPI_Init, MPI_Finalize (the leak findings, the report) and MPI_Abort.
+#include <mutex>
+
 #include "runtime/hook_common.hpp"
 
 namespace attrcheck::rt {
+
+namespace {
+// MPI is running, at thread level `provided`, and the calling thread is "the main thread".
+void begin(int provided) {
+  Runtime& r = state();
+  r.first_thread.store(thread_token(), std::memory_order_relaxed);
+  // Below MPI_THREAD_MULTIPLE calls never overlap (enter() refuses other threads below
+  // SERIALIZED; SERIALIZED programs promise it): the engine can do without its lock.
+  if (provided < MPI_THREAD_MULTIPLE) r.engine->drop_locking();
+  started(provided);
+}
+}  // namespace
 
 int on_init(const Call&, int, const FnRef<int(int*)>& forward) {
   // (The configuration was read when the library was loaded.)
   int provided = MPI_THREAD_SINGLE;
   const int rc = forward(&provided);
-  if (rc == MPI_SUCCESS && phase() == Phase::BeforeInit) {
-    Runtime& r = state();
-    r.first_thread.store(thread_token(), std::memory_order_relaxed);  // "the main thread"
-    // Below MPI_THREAD_MULTIPLE calls never overlap (enter() refuses other threads below
-    // SERIALIZED; SERIALIZED programs promise it): the engine can do without its lock.
-    if (provided < MPI_THREAD_MULTIPLE) r.engine->drop_locking();
-    started(provided);
-  }
+  if (rc == MPI_SUCCESS && phase() == Phase::BeforeInit) begin(provided);
   return rc;
+}
+
+bool adopt_library_start() noexcept {
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  if (phase() != Phase::BeforeInit) return true;  // another thread adopted it meanwhile
+  int initialized = 0, finalized = 0;
+  if (PMPI_Initialized(&initialized) != MPI_SUCCESS || !initialized) return false;
+  if (PMPI_Finalized(&finalized) != MPI_SUCCESS || finalized) return false;
+  int provided = MPI_THREAD_SINGLE;
+  if (PMPI_Query_thread(&provided) != MPI_SUCCESS) provided = MPI_THREAD_SINGLE;
+  begin(provided);
+  return true;
 }
 
 int on_finalize(const Call& call, const FnRef<int()>& forward) {
