@@ -6,6 +6,7 @@ library (Debian's mpi4py and PETSc modules) that is often another function: a st
 code gets the exported one before it. attrcheck_report keeps a name only when the symbol's extent
 holds the address. Builds a small stripped library with cc to check it."""
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -38,6 +39,10 @@ class SymbolizeTest(unittest.TestCase):
             start, size, _, name = line.split()
             symbols[name] = (int(start, 16), int(start, 16) + int(size, 16))
         cls.first, cls.third = symbols["exported_first"], symbols["exported_third"]
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
 
     def site(self, offset, entry=True):
         return {"module": self.lib, "offset": hex(offset), "address": hex(0x7f0000000000 + offset), "entry": entry}
