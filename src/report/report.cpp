@@ -465,12 +465,12 @@ void render_stack(FdWriter& w, const FindingStore& store, int id, const StackRec
 }
 }  // namespace
 
-bool render_json(int fd, const RunInfo& run, const FindingStore& store) noexcept {
-  FdWriter w(fd);
-  std::uint64_t c[3];
-  store.counts(c);
+namespace {
+// What a rank report and a journal both begin with: '{', the schema, the tool, and the run's
+// identity ("run": { ... left open, so the report can add its status).
+void render_header(FdWriter& w, const char* schema, const RunInfo& run) noexcept {
   w.raw("{");
-  w.key("schema"); w.str(kReportSchema); w.raw(",");
+  w.key("schema"); w.str(schema); w.raw(",");
   w.key("version"); w.str(kReportVersion); w.raw(",");
   w.key("tool"); w.raw("{"); w.key("name"); w.str("attrcheck"); w.raw(","); w.key("version"); w.str(kToolVersion); w.raw("},");
   w.key("run"); w.raw("{");
@@ -482,7 +482,16 @@ bool render_json(int fd, const RunInfo& run, const FindingStore& store) noexcept
   w.key("mode"); w.str(run.mode); w.raw(",");
   w.key("on_error"); w.str(run.on_error); w.raw(",");
   w.key("thread_level"); w.str(run.thread_level); w.raw(",");
-  w.key("mpi_library"); w.str(run.mpi_library); w.raw(",");
+  w.key("mpi_library"); w.str(run.mpi_library);
+}
+}  // namespace
+
+bool render_json(int fd, const RunInfo& run, const FindingStore& store) noexcept {
+  FdWriter w(fd);
+  std::uint64_t c[3];
+  store.counts(c);
+  render_header(w, kReportSchema, run);
+  w.raw(",");
   w.key("status"); w.str(run.status.load(std::memory_order_acquire)); w.raw(",");
   w.key("signal"); w.num(run.signal.load(std::memory_order_relaxed));
   w.raw("},\n");
@@ -645,18 +654,7 @@ bool Journal::start(const char* path, const RunInfo& run, FindingStore& store) n
   }
   {
     FdWriter w(fd);
-    w.raw("{");
-    w.key("schema"); w.str(kJournalSchema); w.raw(",");
-    w.key("version"); w.str(kReportVersion); w.raw(",");
-    w.key("tool"); w.raw("{"); w.key("name"); w.str("attrcheck"); w.raw(","); w.key("version"); w.str(kToolVersion); w.raw("},");
-    w.key("run"); w.raw("{");
-    w.key("rank"); w.num(run.rank); w.raw(",");
-    w.key("size"); w.num(run.size); w.raw(",");
-    w.key("pid"); w.num(run.pid); w.raw(",");
-    w.key("mode"); w.str(run.mode); w.raw(",");
-    w.key("on_error"); w.str(run.on_error); w.raw(",");
-    w.key("thread_level"); w.str(run.thread_level); w.raw(",");
-    w.key("mpi_library"); w.str(run.mpi_library);
+    render_header(w, kJournalSchema, run);
     w.raw("}}\n");
   }
   fd_.store(fd, std::memory_order_release);
