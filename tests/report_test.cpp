@@ -161,6 +161,42 @@ TEST(Report, EmptyReportIsValid) {
   EXPECT_TRUE(j["findings"].empty());
 }
 
+// A journal (what a SIGKILLed rank leaves) starts with the same run identity as its report, so
+// the merge puts the rank in its job; then one line per finding.
+TEST(Journal, HeaderNamesTheRunAndItsJobAndFindingsFollow) {
+  char dir[] = "/tmp/attrcheck-journal-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/job-77-rank-1.journal";
+  RunInfo run;
+  run.rank = 1;
+  run.size = 2;
+  run.spawned = true;
+  std::snprintf(run.job, sizeof run.job, "77");
+  FindingStore store;
+  int site;
+  store.record(input(Rule::KeyvalLeak, &site, 5, "before the journal"));
+  Journal journal;
+  ASSERT_TRUE(journal.start(path.c_str(), run, store));
+  store.record(input(Rule::KeyvalFreed, &site, 6, "after it started"));
+  std::ifstream in(path);
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  const nlohmann::json header = nlohmann::json::parse(line);
+  EXPECT_EQ(header["run"]["rank"], 1);
+  EXPECT_EQ(header["run"]["job"], "77");
+  EXPECT_EQ(header["run"]["spawned"], true);
+  int findings = 0;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    EXPECT_NO_THROW(nlohmann::json::parse(line)) << line;
+    ++findings;
+  }
+  EXPECT_EQ(findings, 2);
+  journal.finish(store);
+  EXPECT_NE(::access(path.c_str(), F_OK), 0);  // a report holds everything now: the journal goes
+  ::rmdir(dir);
+}
+
 // The job the user started keeps rank-N.json; a spawned job's ranks (world ranks from 0 again)
 // are named by their job, or by their pid when the process manager gives no job identity.
 TEST(ReportFile, SpawnedJobsAreNamedByJob) {
