@@ -229,7 +229,9 @@ void forget_references(ObjectKind kind, Handle h);
 bool library_attr(ObjectKind kind, Handle h, int key, std::uint64_t* value, Binding lang = Binding::C) noexcept;
 MPI_Fint fortran_handle(ObjectKind kind, Handle h) noexcept;
 
-// Callback plumbing.
+// Callback plumbing (callbacks.cpp).
+CallbackInvoker* new_invoker();  // the engine's: runs user callbacks, or replays the library's runs
+const char* current_call_name() noexcept;  // the intercepted call on this thread, for findings
 void* trampoline_copy(ObjectKind kind) noexcept;
 void* trampoline_delete(ObjectKind kind) noexcept;
 // Callbacks running on this thread: the frames from t_cb_top (fast_path.hpp).

@@ -1,0 +1,398 @@
+// Running user callbacks: the per-thread callback frames, the guarded runners (exceptions,
+// bad return codes and flags reported), the trampolines the library calls in shadow mode, and the
+// engine's invoker (emulate runs user code; shadow replays what the library ran).
+#include <dlfcn.h>
+
+#include <cstring>
+
+#include "runtime/runtime.hpp"
+
+namespace attrcheck::rt {
+
+// ---- per-thread callback context ------------------------------------------------------------
+CbFrame kUnchecked{nullptr, 0, nullptr, nullptr, 0, ObjectKind::Comm, false, false};
+CbFrame kInFortran{nullptr, ~Handle{0}, nullptr, nullptr, 0, ObjectKind::Comm, false, false};
+__thread CbFrame* t_cb_top = &kUnchecked;
+__thread const Call* t_call = nullptr;
+__thread Replay* t_replay = nullptr;
+__thread PendingSets t_pending;
+namespace {
+
+// Pushes a frame for a callback about to run on this thread; pops it when it has returned.
+class CbGuard {
+ public:
+  explicit CbGuard(CbFrame& frame) noexcept : frame_(frame) {
+    frame.outer = t_cb_top;
+    std::atomic_signal_fence(std::memory_order_release);  // complete before the handler can see it
+    t_cb_top = &frame;
+  }
+  ~CbGuard() {
+    t_cb_top = frame_.outer;
+    std::atomic_signal_fence(std::memory_order_release);
+  }
+  CbGuard(const CbGuard&) = delete;
+  CbGuard& operator=(const CbGuard&) = delete;
+
+ private:
+  CbFrame& frame_;
+};
+
+
+}  // namespace
+
+const char* current_call_name() noexcept {
+  if (t_call) return t_call->api->name;
+  return phase() == Phase::Finalizing ? "MPI_Finalize" : "MPI";
+}
+
+namespace {
+
+// ---- running user callbacks (both modes) ---------------------------------------------------------
+
+// "copy callback my_copy of keyval 12<tail>"; the name comes from dladdr (normal path only).
+void callback_detail(char* buf, std::size_t size, const char* what, const void* fn, int keyval,
+                     const char* tail) {
+  Appender a{buf, size};
+  a.put(what);
+  a.put(" ");
+  Dl_info dl{};
+  if (fn && dladdr(fn, &dl) && dl.dli_sname) {
+    a.put(dl.dli_sname);
+  } else {
+    a.hex(reinterpret_cast<std::uintptr_t>(fn));
+  }
+  a.put(" of keyval ");
+  a.num(keyval);
+  a.put(tail);
+}
+
+// `engine_key`: the keyval's engine id, for its provenance (where it was created).
+void report_callback(Rule rule, const char* what, int keyval, const char* tail, const void* fn, int engine_key) {
+  char detail[320];
+  callback_detail(detail, sizeof detail, what, fn, keyval, tail);
+  FindingInput in;
+  ProvenanceStorage storage;
+  add_keyval_provenance(in, storage, engine_key, false);
+  in.rule = rule;
+  in.call = current_call_name();
+  in.site = fn;
+  in.site_is_entry = true;  // symbolized as is, not as a return address
+  in.has_keyval = true;
+  in.keyval = keyval;
+  in.detail = detail;
+  report(in);
+}
+
+}  // namespace
+
+MPI_Fint fortran_handle(ObjectKind kind, Handle h) noexcept {
+  switch (kind) {
+    case ObjectKind::Comm: return PMPI_Comm_c2f(from_handle<MPI_Comm>(h));
+    case ObjectKind::Type: return PMPI_Type_c2f(from_handle<MPI_Datatype>(h));
+    case ObjectKind::Win: return PMPI_Win_c2f(from_handle<MPI_Win>(h));
+  }
+  return 0;
+}
+
+namespace {
+
+// The callback signatures of the three bindings (Fortran passes everything by reference; its
+// error code comes back in the last argument).
+using FortranAintCopy = void (*)(MPI_Fint*, MPI_Fint*, MPI_Aint*, MPI_Aint*, MPI_Aint*, MPI_Fint*, MPI_Fint*);
+using FortranIntCopy = void (*)(MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*);
+using FortranAintDelete = void (*)(MPI_Fint*, MPI_Fint*, MPI_Aint*, MPI_Aint*, MPI_Fint*);
+using FortranIntDelete = void (*)(MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*);
+
+int call_copy(ObjectKind kind, Binding lang, void* fn, Handle old, int key, std::uint64_t extra, std::uint64_t in,
+              std::uint64_t* out, int* flag) {
+  if (lang == Binding::C) {
+    void* const extra_ptr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(extra));
+    void* const in_ptr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(in));
+    switch (kind) {
+      case ObjectKind::Comm:
+        return reinterpret_cast<MPI_Comm_copy_attr_function*>(fn)(from_handle<MPI_Comm>(old), key, extra_ptr, in_ptr, out, flag);
+      case ObjectKind::Type:
+        return reinterpret_cast<MPI_Type_copy_attr_function*>(fn)(from_handle<MPI_Datatype>(old), key, extra_ptr, in_ptr, out, flag);
+      default:
+        return reinterpret_cast<MPI_Win_copy_attr_function*>(fn)(from_handle<MPI_Win>(old), key, extra_ptr, in_ptr, out, flag);
+    }
+  }
+  MPI_Fint object = fortran_handle(kind, old), fkey = key, logical = 0, ierr = MPI_SUCCESS;
+  if (lang == Binding::FortranAint) {
+    MPI_Aint e = static_cast<MPI_Aint>(extra), v_in = static_cast<MPI_Aint>(in), v_out = 0;
+    reinterpret_cast<FortranAintCopy>(fn)(&object, &fkey, &e, &v_in, &v_out, &logical, &ierr);
+    *out = static_cast<std::uint64_t>(v_out);
+  } else {
+    MPI_Fint e = static_cast<MPI_Fint>(extra), v_in = static_cast<MPI_Fint>(in), v_out = 0;
+    reinterpret_cast<FortranIntCopy>(fn)(&object, &fkey, &e, &v_in, &v_out, &logical, &ierr);
+    *out = static_cast<std::uint64_t>(static_cast<std::int64_t>(v_out));
+  }
+  *flag = logical ? 1 : 0;
+  return ierr;
+}
+
+int call_delete(ObjectKind kind, Binding lang, void* fn, Handle object, int key, std::uint64_t value, std::uint64_t extra) {
+  if (lang == Binding::C) {
+    void* const extra_ptr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(extra));
+    void* const value_ptr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(value));
+    switch (kind) {
+      case ObjectKind::Comm:
+        return reinterpret_cast<MPI_Comm_delete_attr_function*>(fn)(from_handle<MPI_Comm>(object), key, value_ptr, extra_ptr);
+      case ObjectKind::Type:
+        return reinterpret_cast<MPI_Type_delete_attr_function*>(fn)(from_handle<MPI_Datatype>(object), key, value_ptr, extra_ptr);
+      default:
+        return reinterpret_cast<MPI_Win_delete_attr_function*>(fn)(from_handle<MPI_Win>(object), key, value_ptr, extra_ptr);
+    }
+  }
+  MPI_Fint fobject = fortran_handle(kind, object), fkey = key, ierr = MPI_SUCCESS;
+  if (lang == Binding::FortranAint) {
+    MPI_Aint v = static_cast<MPI_Aint>(value), e = static_cast<MPI_Aint>(extra);
+    reinterpret_cast<FortranAintDelete>(fn)(&fobject, &fkey, &v, &e, &ierr);
+  } else {
+    MPI_Fint v = static_cast<MPI_Fint>(value), e = static_cast<MPI_Fint>(extra);
+    reinterpret_cast<FortranIntDelete>(fn)(&fobject, &fkey, &v, &e, &ierr);
+  }
+  return ierr;
+}
+
+// "<what> <name> of keyval K<prefix><value> during <call>", e.g. " returned 5" or " set *flag = 7".
+void report_callback_value(Rule rule, const char* what, int key, const char* prefix, long long value,
+                           const void* fn, int engine_key) {
+  char tail[128];
+  Appender a{tail, sizeof tail};
+  a.put(prefix);
+  a.num(value);
+  a.put(" during ");
+  a.put(current_call_name());
+  report_callback(rule, what, key, tail, fn, engine_key);
+}
+
+// Runs a callback under its frame (`invoke` calls it). A C++ exception it throws is caught and
+// reported; the call then fails with MPI_ERR_OTHER and *threw is set.
+template <typename Invoke>
+inline int run_guarded(CbFrame& frame, int engine_key, bool* threw, Invoke&& invoke) {
+  CbGuard guard(frame);
+  try {
+    return invoke();
+  } catch (...) {
+    report_callback(Rule::CallbackException, frame.copy ? "copy callback" : "delete callback", frame.keyval,
+                    " threw a C++ exception (caught by attrcheck; the call fails)", frame.fn, engine_key);
+    *threw = true;
+    return MPI_ERR_OTHER;
+  }
+}
+
+int run_copy(ObjectKind kind, Binding lang, void* fn, Handle old, int key, std::uint64_t extra, std::uint64_t in,
+             std::uint64_t* out, int* flag, int engine_key) {
+  CbFrame frame{fn, old, current_call_name(), nullptr, key, kind, true, false};
+  bool threw = false;
+  const int rc = run_guarded(frame, engine_key, &threw,
+                             [&] { return call_copy(kind, lang, fn, old, key, extra, in, out, flag); });
+  if (threw) return rc;
+  if (rc != MPI_SUCCESS) {
+    report_callback_value(Rule::CallbackError, "copy callback", key, " returned ", rc, fn, engine_key);
+  } else if (*flag != 0 && *flag != 1) {
+    report_callback_value(Rule::CallbackBadFlag, "copy callback", key, " set *flag = ", *flag, fn, engine_key);
+  }
+  return rc;
+}
+
+// Runs a delete callback under its frame (`invoke` calls it): a C++ exception it throws is caught,
+// and that or an error it returns is reported.
+template <typename Invoke>
+inline int run_delete_as(CbFrame& frame, int engine_key, Invoke&& invoke) {
+  bool threw = false;
+  const int rc = run_guarded(frame, engine_key, &threw, std::forward<Invoke>(invoke));
+  if (__builtin_expect(rc != MPI_SUCCESS && !threw, 0))
+    report_callback_value(Rule::CallbackError, "delete callback", frame.keyval, " returned ", rc, frame.fn, engine_key);
+  return rc;
+}
+
+int run_delete(ObjectKind kind, Binding lang, void* fn, Handle object, int key, std::uint64_t value, std::uint64_t extra,
+               bool teardown, int engine_key) {
+  CbFrame frame{fn, object, current_call_name(), nullptr, key, kind, false, teardown};
+  return run_delete_as(frame, engine_key, [&] { return call_delete(kind, lang, fn, object, key, value, extra); });
+}
+
+bool teardown_delete(ObjectKind kind, Handle object) noexcept {
+  // (g_fast.open is cleared as MPI_Finalize begins: one load while MPI runs.)
+  return kind == ObjectKind::Comm && !g_fast.open.load(std::memory_order_relaxed) &&
+         phase() == Phase::Finalizing && object != state().self;
+}
+
+// ---- trampolines: what the library calls in shadow mode ----------------------------------------
+
+template <ObjectKind K, typename Obj>
+int trampoline_copy_fn(Obj old, int key, void* extra, void* in, void* out, int* flag) {
+  auto* rec = static_cast<KeyRecord*>(extra);
+  std::uint64_t value_out = 0;
+  const int rc = run_copy(K, Binding::C, rec->copy_fn, handle(old), key, rec->extra_state,
+                          reinterpret_cast<std::uintptr_t>(in), &value_out, flag, rec->engine_id.load());
+  if (rc == MPI_SUCCESS && *flag) std::memcpy(out, &value_out, sizeof(void*));
+  if (Replay* r = t_replay) {
+    r->seen.push_back(Observation{true, K, handle(old), rec->engine_id.load(std::memory_order_relaxed),
+                                  reinterpret_cast<std::uintptr_t>(in), rc, *flag, value_out, false});
+  }
+  return rc;
+}
+
+template <ObjectKind K, typename Obj>
+int trampoline_delete_fn(Obj object, int key, void* value, void* extra) {
+  // (On every replacing set and delete: the C call is made here directly, not through call_delete.)
+  using Fn = int (*)(Obj, int, void*, void*);
+  auto* rec = static_cast<KeyRecord*>(extra);
+  const Handle h = handle(object);
+  const int engine_id = rec->engine_id.load(std::memory_order_relaxed);
+  CbFrame frame{rec->delete_fn, h, current_call_name(), nullptr, key, K, false, teardown_delete(K, h)};
+  const int rc = run_delete_as(frame, engine_id, [&] {
+    return reinterpret_cast<Fn>(rec->delete_fn)(object, key, value,
+                                                reinterpret_cast<void*>(static_cast<std::uintptr_t>(rec->extra_state)));
+  });
+  if (Replay* r = t_replay)
+    r->seen.emplace_back() = Observation{false, K, h, engine_id, reinterpret_cast<std::uintptr_t>(value), rc, 0, 0, false};
+  return rc;
+}
+
+// ---- the engine's invoker: emulate runs user code, shadow replays the library's runs -----------
+
+constexpr int kFlagUnset = 0x5eed;
+
+// The library passed a callback (`which`: "copy" or "delete") another value than the model holds.
+void value_divergence(const Replay& r, const char* which, std::uint64_t passed, std::uint64_t model, int user_key) {
+  char d[160];
+  Appender a{d, sizeof d};
+  a.put("passed ");
+  a.hex(passed);
+  a.put(" to a ");
+  a.put(which);
+  a.put(" callback where the attribute's value is ");
+  a.hex(model);
+  divergence(*r.call, d, true, user_key);
+}
+
+int replay_copy(Replay& r, const CopyCall& c, std::uint64_t* out, int* flag) {
+  const KeyRecord* rec = record_for(c.keyval);
+  if (rec && !rec->observed) {
+    // Its callbacks ran unwrapped (Fortran): what they did is what the library now holds.
+    *flag = r.has_fresh && library_attr(c.kind, r.fresh, rec->user_id, out, rec->lang) ? 1 : 0;
+    return MPI_SUCCESS;
+  }
+  for (Observation& o : r.seen) {
+    if (o.used || !o.copy || o.object != c.old_object || o.engine_id != c.keyval) continue;
+    o.used = true;
+    if (o.value_in != c.value_in)
+      value_divergence(r, "copy", o.value_in, c.value_in, record_for(c.keyval) ? record_for(c.keyval)->user_id : c.keyval);
+    *out = o.value_out;
+    *flag = o.flag;
+    return o.rc;
+  }
+  if (!r.lenient)
+    divergence(*r.call, "did not run a copy callback the standard requires", true,
+               record_for(c.keyval) ? record_for(c.keyval)->user_id : c.keyval, DivergenceSite::MissingCallback);
+  *flag = 0;
+  return MPI_SUCCESS;
+}
+
+int replay_delete(Replay& r, const DeleteCall& c) {
+  const KeyRecord* rec = record_for(c.keyval);
+  if (rec && !rec->observed) return MPI_SUCCESS;  // ran unwrapped (Fortran): not observable
+  const int user_key = rec ? rec->user_id : c.keyval;
+  if (r.has_ordered_object && c.object == r.ordered_object) {
+    for (const Observation& o : r.seen) {
+      if (o.used || o.copy || o.object != c.object) continue;
+      if (o.engine_id != c.keyval)
+        divergence(*r.call, "ran MPI_COMM_SELF's delete callbacks out of the order they were set (newest first)",
+                   true, user_key, DivergenceSite::SelfDeleteOrder);
+      break;
+    }
+  }
+  for (Observation& o : r.seen) {
+    if (o.used || o.copy || o.object != c.object || o.engine_id != c.keyval) continue;
+    o.used = true;
+    if (c.lang == Binding::C && c.repr == Binding::C && o.value_in != c.value)
+      value_divergence(r, "delete", o.value_in, c.value, user_key);
+    return o.rc;
+  }
+  const bool optional = r.lenient || c.cause == CallbackCause::DupRollback ||
+                        (c.cause == CallbackCause::Finalize && c.object != state().self);
+  if (!optional)
+    divergence(*r.call, "did not run a delete callback the standard requires", true, user_key,
+               DivergenceSite::MissingCallback);
+  return MPI_SUCCESS;
+}
+
+class RuntimeInvoker final : public CallbackInvoker {
+ public:
+  int copy(const CopyCall& c, std::uint64_t* out, int* flag) override {
+    if (Replay* r = t_replay) return replay_copy(*r, c, out, flag);
+    *flag = kFlagUnset;
+    const int rc = run_copy(c.kind, c.lang, c.fn, c.old_object, c.keyval, c.extra_state, c.value_in, out, flag, c.keyval);
+    if (*flag == kFlagUnset) {
+      if (rc == MPI_SUCCESS)
+        report_callback(Rule::CallbackBadFlag, "copy callback", c.keyval,
+                        " returned without setting *flag (treated as 0: not copied)", c.fn, c.keyval);
+      *flag = 0;
+    }
+    return rc;
+  }
+  int del(const DeleteCall& c) override {
+    if (Replay* r = t_replay) return replay_delete(*r, c);
+    const bool teardown = c.cause == CallbackCause::Finalize && c.object == state().world;
+    return run_delete(c.kind, c.lang, c.fn, c.object, c.keyval, c.value, c.extra_state, teardown, c.keyval);
+  }
+};
+
+}  // namespace
+
+CallbackInvoker* new_invoker() { return new RuntimeInvoker; }
+
+void* trampoline_copy(ObjectKind kind) noexcept {
+  switch (kind) {
+    case ObjectKind::Comm: return reinterpret_cast<void*>(&trampoline_copy_fn<ObjectKind::Comm, MPI_Comm>);
+    case ObjectKind::Type: return reinterpret_cast<void*>(&trampoline_copy_fn<ObjectKind::Type, MPI_Datatype>);
+    case ObjectKind::Win: return reinterpret_cast<void*>(&trampoline_copy_fn<ObjectKind::Win, MPI_Win>);
+  }
+  return nullptr;
+}
+
+void* trampoline_delete(ObjectKind kind) noexcept {
+  switch (kind) {
+    case ObjectKind::Comm: return reinterpret_cast<void*>(&trampoline_delete_fn<ObjectKind::Comm, MPI_Comm>);
+    case ObjectKind::Type: return reinterpret_cast<void*>(&trampoline_delete_fn<ObjectKind::Type, MPI_Datatype>);
+    case ObjectKind::Win: return reinterpret_cast<void*>(&trampoline_delete_fn<ObjectKind::Win, MPI_Win>);
+  }
+  return nullptr;
+}
+
+bool in_callback_for_slow(ObjectKind kind, Handle h) noexcept {
+  for (const CbFrame* f = t_cb_top; f && f != &kUnchecked; f = f->outer)
+    if (f != &kInFortran && f->kind == kind && f->object == h) return true;
+  return false;
+}
+
+bool in_teardown_callback_slow() noexcept {
+  for (const CbFrame* f = t_cb_top; f && f != &kUnchecked; f = f->outer)
+    if (f->teardown) return true;
+  return false;
+}
+
+void ReplayScope::finish() {
+  t_replay = replay_.outer;  // nothing more is collected
+  if (replay_.lenient) return;
+  for (const Observation& o : replay_.seen) {
+    if (o.used) continue;
+    // A delete callback for an object the model does not hold: an object the library made
+    // internally, or a deletion it deferred past the free (reported there). Not a new finding.
+    if (!o.copy && !live_object(o.kind, o.object)) continue;
+    char d[200];
+    Appender a{d, sizeof d};
+    a.put(o.copy ? "ran a copy callback" : "ran a delete callback");
+    a.put(" on ");
+    a.put(object_name(o.kind, o.object) ? object_name(o.kind, o.object) : to_string(o.kind));
+    a.put(" that the standard does not call here");
+    const KeyRecord* rec = record_for(o.engine_id);
+    divergence(*replay_.call, d, true, rec ? rec->user_id : o.engine_id, DivergenceSite::ExtraCallback);
+  }
+}
+
+}  // namespace attrcheck::rt
