@@ -16,13 +16,14 @@
  * "pair <name> [<config>] library_ns <ns> tool_ns <ns> ratio <median of the blocks' ratios>".
  * Natively MPI_ is the library, so the ratio is ~1: a check of the method.
  *
- * Usage: mpi_attr_bench [SCALE] [--count N] [--only OP:CONFIG]
+ * Usage: mpi_attr_bench [SCALE] [--count N] [--only OP:CONFIG] [--no-pairs]
  *   SCALE       multiplies every iteration count (default 1).
- *   --count N   run each operation exactly N times, once (no repeats), and skip the paired
- *               measurement: for instruction counting (each operation runs inside its own
- *               function, bench_<op>_<config>, so a profiler can attribute it).
+ *   --count N   run each operation exactly N times, once (no repeats), and the paired blocks
+ *               N iterations each: for instruction counting (each operation runs inside its
+ *               own function, bench_<op>_<config>, so a profiler can attribute it) and tests.
  *   --only S    run only the operation S, e.g. get:user, setdel:predefined (ops: get set
- *               setdel dupfree keyval; configs: user predefined).  */
+ *               setdel dupfree keyval; configs: user predefined); no paired measurement.
+ *   --no-pairs  skip the paired measurement.  */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,7 +165,7 @@ enum { PAIRS = 41 };
 
 /* The paired measurement for one configuration, on its own communicator: 64 attributes the
    library holds alone and 64 set through the tool, all with the configuration's callbacks. */
-static void paired(struct config* c, long scale) {
+static void paired(struct config* c, long scale, long count) {
   MPI_Comm pcomm;
   MPI_Comm_dup(MPI_COMM_WORLD, &pcomm);
   int lib_keys[KEYS], tool_keys[KEYS];
@@ -178,7 +179,7 @@ static void paired(struct config* c, long scale) {
   int flag = 0;
   char name[64];
   snprintf(name, sizeof name, "get [%s]", c->name);
-  PAIRED(name, 20000 * scale, {
+  PAIRED(name, count ? count : 20000 * scale, {
     PMPI_Comm_get_attr(pcomm, lib_keys[i & (KEYS - 1)], &v, &flag);
     sink += (long)v;
   }, {
@@ -186,7 +187,7 @@ static void paired(struct config* c, long scale) {
     sink += (long)v;
   });
   snprintf(name, sizeof name, "set [%s]", c->name);
-  PAIRED(name, 10000 * scale, PMPI_Comm_set_attr(pcomm, lib_keys[i & (KEYS - 1)], (void*)(i + 1)),
+  PAIRED(name, count ? count : 10000 * scale, PMPI_Comm_set_attr(pcomm, lib_keys[i & (KEYS - 1)], (void*)(i + 1)),
          MPI_Comm_set_attr(pcomm, tool_keys[i & (KEYS - 1)], (void*)(i + 1)));
   MPI_Comm_free(&pcomm);
   for (int k = 0; k < KEYS; ++k) {
@@ -196,7 +197,7 @@ static void paired(struct config* c, long scale) {
 }
 
 static int usage(void) {
-  fprintf(stderr, "usage: mpi_attr_bench [SCALE] [--count N] [--only OP:CONFIG]\n");
+  fprintf(stderr, "usage: mpi_attr_bench [SCALE] [--count N] [--only OP:CONFIG] [--no-pairs]\n");
   return 2;
 }
 
@@ -204,9 +205,11 @@ int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   long scale = 1, count = 0;
   const char* only = NULL;
+  int pairs = 1;
   for (int a = 1; a < argc; ++a) {
     if (!strcmp(argv[a], "--count") && a + 1 < argc) count = atol(argv[++a]);
     else if (!strcmp(argv[a], "--only") && a + 1 < argc) only = argv[++a];
+    else if (!strcmp(argv[a], "--no-pairs")) pairs = 0;
     else if (argv[a][0] != '-') scale = atol(argv[a]);
     else { MPI_Finalize(); return usage(); }
   }
@@ -243,8 +246,8 @@ int main(int argc, char** argv) {
     fprintf(stderr, "mpi_attr_bench: no operation %s\n", only);
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
-  if (!count && !only)
-    for (int c = 0; c < 2; ++c) paired(&configs[c], scale);
+  if (pairs && !only)
+    for (int c = 0; c < 2; ++c) paired(&configs[c], scale, count);
 
   for (int c = 0; c < 2; ++c) {
     MPI_Comm_free(&configs[c].comm);

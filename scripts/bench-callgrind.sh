@@ -35,17 +35,17 @@ for c in "${configs[@]}"; do
   for n in "$count" $((2 * count)); do
     vg=("$valgrind" --tool=callgrind "--callgrind-out-file=$out/$c.$n.cg")
     if [ "$c" = native ]; then
-      "$mpiexec" -n 1 "${vg[@]}" "$bench" --count "$n" >"$out/$c.$n.log" 2>&1 ||
+      "$mpiexec" -n 1 "${vg[@]}" "$bench" --count "$n" --no-pairs >"$out/$c.$n.log" 2>&1 ||
         { cat "$out/$c.$n.log" >&2; exit 1; }
     else
       "$build/bin/attrcheck" --mode "$c" --output "$out/reports-$c.$n" --fail-on never -- \
-        "$mpiexec" -n 1 "${vg[@]}" "$bench" --count "$n" >"$out/$c.$n.log" 2>&1 ||
+        "$mpiexec" -n 1 "${vg[@]}" "$bench" --count "$n" --no-pairs >"$out/$c.$n.log" 2>&1 ||
         { cat "$out/$c.$n.log" >&2; exit 1; }
       if ! grep -q 'libattrcheck' "$out/$c.$n.cg"; then
         echo "bench-callgrind: $c: libattrcheck does not appear in the profile: the preload was lost" >&2
         exit 1
       fi
-      if [ -z "$(find "$out/reports-$c.$n" -type f -name '*.json' 2>/dev/null)" ]; then
+      if [ -z "$(find "$out/reports-$c.$n" -type f -name 'rank-*.json' 2>/dev/null)" ]; then
         echo "bench-callgrind: $c: no rank report in $out/reports-$c.$n: attrcheck did not run" >&2
         exit 1
       fi

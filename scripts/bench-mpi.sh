@@ -10,22 +10,26 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # BUILD_DIR=build-mpich: against MPICH (started with the launcher that build recorded).
+# ROUNDS=n rounds (default 3); SCALE=k multiplies the iteration counts; COUNT=n runs every
+# operation exactly n times, once per round (`mpi_attr_bench --count`: for tests, not timing).
 build=${BUILD_DIR:-build}
 rounds=${ROUNDS:-3}
 mpiexec=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["mpiexec"] or "mpiexec")' \
   "$build/lib/attrcheck/mpi-build.json")
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 bench=$build/bench/mpi_attr_bench
+bench_args=("${SCALE:-1}")
+[ -n "${COUNT:-}" ] && bench_args+=(--count "$COUNT")
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 configs=(native off shadow emulate)
 for ((r = 0; r < rounds; r++)); do
   for c in "${configs[@]}"; do
     if [ "$c" = native ]; then
-      "$mpiexec" -n 1 "$bench" "${SCALE:-1}" >>"$out/$c"
+      "$mpiexec" -n 1 "$bench" "${bench_args[@]}" >>"$out/$c"
     else
       "$build/bin/attrcheck" --mode "$c" --output "$out/reports-$c" --fail-on never -- \
-        "$mpiexec" -n 1 "$bench" "${SCALE:-1}" >>"$out/$c" 2>/dev/null
+        "$mpiexec" -n 1 "$bench" "${bench_args[@]}" >>"$out/$c" 2>/dev/null
     fi
   done
 done
