@@ -11,7 +11,7 @@
 # MPI_COMM_DUP_FN / MPI_COMM_NULL_DELETE_FN), instructions per call in each configuration and
 # the ratio to native.
 #   BUILD_DIR=build-mpich   against MPICH (its launcher is recorded by that build)
-#   COUNT=N                 iterations of the smaller run (default 500)
+#   COUNT=N                 iterations of the smaller run (default 500, at least 128)
 #   CONFIGS="native shadow" which configurations (default: native shadow emulate; also off)
 #   VALGRIND=path           the valgrind to use
 # Under the modes, valgrind is what the MPI launcher starts, with attrcheck's LD_PRELOAD
@@ -21,6 +21,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build}
 count=${COUNT:-500}
+# Both runs must cycle through all 64 keys, or the first touch of some lands in one run only.
+[ "$count" -ge 128 ] || { echo "bench-callgrind: COUNT must be at least 128" >&2; exit 2; }
 read -r -a configs <<<"${CONFIGS:-native shadow emulate}"
 valgrind=${VALGRIND:-valgrind}
 command -v "$valgrind" >/dev/null || { echo "bench-callgrind: $valgrind not found (apt-get install valgrind)" >&2; exit 1; }
