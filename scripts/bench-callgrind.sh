@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Instructions per call of the MPI microbenchmark's operations (bench/mpi_attr_bench.c), natively
+# and under attrcheck's modes, counted by callgrind: machine-independent, so a regression shows
+# even on a noisy machine. Each configuration runs the benchmark twice under
+# `valgrind --tool=callgrind`, with every operation executed N and then 2N times
+# (`mpi_attr_bench --count`); each operation runs inside its own function
+# (bench_<op>_<config>), and the difference of that function's inclusive instruction counts
+# between the two runs, divided by N, is the cost of one call: start-up, MPI_Init, first-call
+# set-up and the timer calls cancel out.
+# Prints, for each operation and keyval configuration ([user] callbacks, [predefined]
+# MPI_COMM_DUP_FN / MPI_COMM_NULL_DELETE_FN), instructions per call in each configuration and
+# the ratio to native.
+#   BUILD_DIR=build-mpich   against MPICH (its launcher is recorded by that build)
+#   COUNT=N                 iterations of the smaller run (default 500, at least 128)
+#   CONFIGS="native shadow" which configurations (default: native shadow emulate; also off)
+#   VALGRIND=path           the valgrind to use
+# Under the modes, valgrind is what the MPI launcher starts, with attrcheck's LD_PRELOAD
+# passed through (valgrind hands it to the program); the script checks that attrcheck was
+# really loaded (the profile names libattrcheck and the rank wrote its report) and fails if not.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${BUILD_DIR:-build}
+count=${COUNT:-500}
+# Both runs must cycle through all 64 keys, or the first touch of some lands in one run only.
+[ "$count" -ge 128 ] || { echo "bench-callgrind: COUNT must be at least 128" >&2; exit 2; }
+read -r -a configs <<<"${CONFIGS:-native shadow emulate}"
+valgrind=${VALGRIND:-valgrind}
+command -v "$valgrind" >/dev/null || { echo "bench-callgrind: $valgrind not found (apt-get install valgrind)" >&2; exit 1; }
+command -v callgrind_annotate >/dev/null || { echo "bench-callgrind: callgrind_annotate not found" >&2; exit 1; }
+mpiexec=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["mpiexec"] or "mpiexec")' \
+  "$build/lib/attrcheck/mpi-build.json")
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+bench=$build/bench/mpi_attr_bench
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+for c in "${configs[@]}"; do
+  for n in "$count" $((2 * count)); do
+    vg=("$valgrind" --tool=callgrind "--callgrind-out-file=$out/$c.$n.cg")
+    if [ "$c" = native ]; then
+      "$mpiexec" -n 1 "${vg[@]}" "$bench" --count "$n" --no-pairs >"$out/$c.$n.log" 2>&1 ||
+        { cat "$out/$c.$n.log" >&2; exit 1; }
+    else
+      "$build/bin/attrcheck" --mode "$c" --output "$out/reports-$c.$n" --fail-on never -- \
+        "$mpiexec" -n 1 "${vg[@]}" "$bench" --count "$n" --no-pairs >"$out/$c.$n.log" 2>&1 ||
+        { cat "$out/$c.$n.log" >&2; exit 1; }
+      if ! grep -q 'libattrcheck' "$out/$c.$n.cg"; then
+        echo "bench-callgrind: $c: libattrcheck does not appear in the profile: the preload was lost" >&2
+        exit 1
+      fi
+      if [ -z "$(find "$out/reports-$c.$n" -type f -name 'rank-*.json' 2>/dev/null)" ]; then
+        echo "bench-callgrind: $c: no rank report in $out/reports-$c.$n: attrcheck did not run" >&2
+        exit 1
+      fi
+    fi
+    callgrind_annotate --inclusive=yes --threshold=100 "$out/$c.$n.cg" >"$out/$c.$n.txt" 2>/dev/null
+  done
+done
+python3 - "$out" "$count" "${configs[@]}" <<'PY'
+import re, sys
+out, n, configs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+labels = {"get": "get", "set": "set", "setdel": "set+delete", "dupfree": "dup+free (64 attrs)",
+          "keyval": "keyval create+free"}
+line_re = re.compile(r"^\s*([\d,]+)\s+\([^)]*\)\s+\S*?:?bench_(get|set|setdel|dupfree|keyval)_(user|predefined)\s")
+
+def inclusive(path):
+    found = {}
+    for line in open(path):
+        m = line_re.match(line)
+        if m:
+            found[(m.group(2), m.group(3))] = int(m.group(1).replace(",", ""))
+    return found
+
+per_call = {}
+for c in configs:
+    small, large = inclusive(f"{out}/{c}.{n}.txt"), inclusive(f"{out}/{c}.{2 * n}.txt")
+    for key in large:
+        if key in small:
+            per_call.setdefault(key, {})[c] = (large[key] - small[key]) / n
+print(f"instructions per call (callgrind, (Ir(2N) - Ir(N)) / N, N = {n})")
+print(f"{'operation':34} " + " ".join(f"{c:>10}" for c in configs) + "  " +
+      " ".join(f"{c + '/native':>15}" for c in configs if c != "native" and "native" in configs))
+for op in labels:
+    for cfg in ("user", "predefined"):
+        row = per_call.get((op, cfg), {})
+        name = f"{labels[op]} [{cfg}]"
+        cells = " ".join(f"{row[c]:10.0f}" if c in row else f"{'-':>10}" for c in configs)
+        ratios = " ".join(f"{row[c] / row['native']:15.2f}" if c in row and row.get("native") else f"{'-':>15}"
+                          for c in configs if c != "native" and "native" in configs)
+        print(f"{name:34} {cells}  {ratios}")
+PY
