@@ -132,19 +132,26 @@ def clean(directory):
         os.unlink(path)
 
 
+# How a process names its files: rank-N (the job the user started), job-ID-rank-N (jobs started by
+# MPI_Comm_spawn), pid-N (before MPI_Init).
+_PROCESS_FILES = ("rank-*", "job-*-rank-*", "pid-*")
+
+
+def _process_files(directory, extension):
+    return [p for pattern in _PROCESS_FILES for p in glob.glob(os.path.join(directory, pattern + extension))]
+
+
 def journal_files(directory):
     """The ranks' journals (rank-N.journal, job-ID-rank-N.journal, pid-N.journal): findings as they
     were found."""
-    return [p for pattern in ("rank-*.journal", "job-*-rank-*.journal", "pid-*.journal")
-            for p in glob.glob(os.path.join(directory, pattern))]
+    return _process_files(directory, ".journal")
 
 
 def rank_files(directory):
     """The per-rank report files of a run directory: rank-N.json (the job the user started),
     job-ID-rank-N.json (jobs started by MPI_Comm_spawn), pid-N.json (before MPI_Init), and the
     journal of a rank that wrote no report (killed without warning)."""
-    files = [p for pattern in ("rank-*.json", "job-*-rank-*.json", "pid-*.json")
-             for p in glob.glob(os.path.join(directory, pattern))]
+    files = _process_files(directory, ".json")
     reported = {os.path.splitext(p)[0] for p in files}
     files += [j for j in journal_files(directory) if os.path.splitext(j)[0] not in reported]
 
