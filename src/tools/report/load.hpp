@@ -1,0 +1,45 @@
+// Reading reports: a rank's report (rank-N.json), its journal (rank-N.journal: findings as they
+// were found, the rank's only record when it was killed), a merged report (report.json), and the
+// files of a run directory.
+#pragma once
+
+#include "report/json.hpp"
+
+#include <string>
+#include <vector>
+
+namespace attrcheck::reports {
+
+inline constexpr const char* kRankSchema = "attrcheck.rank-report";
+inline constexpr const char* kJournalSchema = "attrcheck.rank-journal";
+inline constexpr const char* kMergedSchema = "attrcheck.report";
+inline constexpr int kSupportedMajor = 1;
+inline constexpr const char* kVersion = "1.1";
+// Deeper JSON than this is refused when read: nothing attrcheck writes nests past a handful of
+// levels, and the tools copy and print values recursively.
+inline constexpr int kMaxDepth = 256;
+
+// The file's bytes (ReportError "PATH: strerror" when it cannot be read).
+std::string read_file(const std::string& path);
+// Parses JSON text; malformed text is a ReportError "PATH:LINE:COLUMN: not valid JSON: ...".
+Json parse(const std::string& path, const std::string& text);
+// A per-rank or merged report, checked to be one and of a version this tool reads. A journal is
+// loaded as the rank report it stands for; a rank report gets the findings its journal recorded
+// after the report was written.
+Json load(const std::string& path);
+// The rank report a journal stands for (status "running": the rank never wrote its report).
+Json load_journal(const std::string& path);
+
+// A run directory's per-rank reports (rank-N.json, job-ID-rank-N.json, pid-N.json) and the
+// journals of ranks that wrote none, in rank order.
+std::vector<std::string> rank_files(const std::string& dir);
+std::vector<std::string> journal_files(const std::string& dir);
+// Removes an earlier run's per-rank reports, journals and markers from a run directory.
+void clean(const std::string& dir);
+
+std::string basename(const std::string& path);
+bool ends_with(const std::string& s, const std::string& suffix);
+bool exists(const std::string& path);
+bool is_dir(const std::string& path);
+
+}  // namespace attrcheck::reports
