@@ -42,10 +42,13 @@ std::string read_file(const std::string& path) {
     ::close(fd);
     throw ReportError(path + ": " + std::strerror(EISDIR));
   }
-  if (st.st_size > 0) out.reserve(static_cast<std::size_t>(st.st_size));
-  char buf[1 << 16];
+  // Straight into the string (a merge reads hundreds of MiB): sized from the file, grown if it grows.
+  std::size_t size = st.st_size > 0 ? static_cast<std::size_t>(st.st_size) : 0;
+  out.resize(size + 1);
+  std::size_t done = 0;
   for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (done == out.size()) out.resize(out.size() * 2 + 4096);
+    ssize_t n = ::read(fd, out.data() + done, out.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       int e = errno;
@@ -53,8 +56,9 @@ std::string read_file(const std::string& path) {
       throw ReportError(path + ": " + std::strerror(e));
     }
     if (n == 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
+    done += static_cast<std::size_t>(n);
   }
+  out.resize(done);
   ::close(fd);
   return out;
 }
@@ -220,9 +224,9 @@ Json parse(const std::string& path, const std::string& body) {
   }
 }
 
-Json load(const std::string& path) {
-  if (ends_with(path, ".journal")) return load_journal(path);
-  Json data = parse(path, read_file(path));
+namespace {
+
+void check_report(const std::string& path, const Json& data) {
   const Json* schema = member(data, "schema");
   if (schema == nullptr || !schema->is_string() || (*schema != kRankSchema && *schema != kMergedSchema))
     throw ReportError(path + ": not an attrcheck report (no 'schema': '" + kRankSchema + "' or '" +
@@ -232,6 +236,15 @@ Json load(const std::string& path) {
   if (findings == nullptr || !findings->is_array()) throw ReportError(path + ": 'findings' is missing or not a list");
   for (const Json& f : *findings)
     if (!f.is_object()) throw ReportError(path + ": a finding is not an object");
+}
+
+}  // namespace
+
+Json load(const std::string& path) {
+  if (ends_with(path, ".journal")) return load_journal(path);
+  Json data = parse(path, read_file(path));
+  check_report(path, data);
+  const Json* schema = member(data, "schema");
   std::string journal = stem(path) + ".journal";
   if (*schema == kRankSchema && exists(journal)) add_journal(data, journal_lines(journal), -1);
   return data;
@@ -318,6 +331,178 @@ void clean(const std::string& dir) {
     ::closedir(d);
   }
   for (const auto& f : doomed) ::unlink(f.c_str());
+}
+
+}  // namespace attrcheck::reports
+
+namespace attrcheck::reports {
+
+namespace {
+
+bool space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+std::size_t skip_space(const std::string& t, std::size_t i) {
+  while (i < t.size() && space(t[i])) ++i;
+  return i;
+}
+
+constexpr std::size_t kBad = std::string::npos;
+
+// The end of the string starting at t[i] == '"' (one past its closing quote), or kBad.
+std::size_t skip_string(const std::string& t, std::size_t i) {
+  const char* base = t.data();
+  for (++i; i < t.size();) {
+    const void* q = std::memchr(base + i, '"', t.size() - i);
+    if (q == nullptr) return kBad;
+    std::size_t at = static_cast<std::size_t>(static_cast<const char*>(q) - base);
+    std::size_t slashes = 0;
+    while (at - slashes > i && base[at - slashes - 1] == '\\') ++slashes;
+    if (slashes % 2 == 0) return at + 1;
+    i = at + 1;
+  }
+  return kBad;
+}
+
+// The end of the value starting at t[i]: brackets and strings only (nlohmann reads the value when
+// it is needed and checks it then), or kBad when it is cut short or nests deeper than kMaxDepth.
+std::size_t skip_value(const std::string& t, std::size_t i, int depth) {
+  const int base = depth;
+  if (i >= t.size()) return kBad;
+  if (t[i] == '"') return skip_string(t, i);
+  if (t[i] != '[' && t[i] != '{') {
+    while (i < t.size() && t[i] != ',' && t[i] != ']' && t[i] != '}' && !space(t[i])) ++i;
+    return i;
+  }
+  for (; i < t.size(); ++i) {
+    char c = t[i];
+    if (c == '"') {
+      i = skip_string(t, i);
+      if (i == kBad) return kBad;
+      --i;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxDepth) return kBad;
+    } else if (c == ']' || c == '}') {
+      if (--depth == base) return i + 1;
+    }
+  }
+  return kBad;
+}
+
+// [begin, end) of the top-level object's "stacks" array and of each of its elements, when the
+// text has that shape; nothing otherwise (the text is then parsed whole).
+bool find_stacks(const std::string& t, std::pair<std::size_t, std::size_t>& stacks,
+                 std::vector<std::pair<std::size_t, std::size_t>>& elements) {
+  std::size_t i = skip_space(t, 0);
+  if (i >= t.size() || t[i] != '{') return false;
+  bool found = false;
+  for (i = skip_space(t, i + 1); i < t.size();) {
+    if (t[i] == '}') return found && skip_space(t, i + 1) == t.size();
+    if (t[i] != '"') return false;
+    std::size_t key_end = skip_string(t, i);
+    if (key_end == kBad) return false;
+    bool is_stacks = t.compare(i, key_end - i, "\"stacks\"") == 0;
+    i = skip_space(t, key_end);
+    if (i >= t.size() || t[i] != ':') return false;
+    i = skip_space(t, i + 1);
+    std::size_t end = skip_value(t, i, 1);
+    if (end == kBad) return false;
+    if (is_stacks) {
+      if (t[i] != '[') return false;
+      found = true;
+      stacks = {i, end};
+      elements.clear();
+      for (std::size_t j = skip_space(t, i + 1); j < end - 1;) {
+        std::size_t e = skip_value(t, j, 2);
+        if (e == kBad || e > end - 1) return false;
+        elements.emplace_back(j, e);
+        j = skip_space(t, e);
+        if (j < end - 1 && t[j] == ',') j = skip_space(t, j + 1);
+        else if (j != end - 1) return false;
+      }
+    }
+    i = skip_space(t, end);
+    if (i < t.size() && t[i] == ',') i = skip_space(t, i + 1);
+    else if (i >= t.size() || t[i] != '}') return false;
+  }
+  return false;
+}
+
+}  // namespace
+
+LazyStacks::LazyStacks(std::string path, std::string text, std::vector<std::pair<std::size_t, std::size_t>> elements)
+    : path_(std::move(path)), text_(std::move(text)), elements_(std::move(elements)), parsed_(elements_.size()) {}
+
+const Json& LazyStacks::element(std::size_t index) {
+  if (!parsed_[index]) {
+    auto [begin, end] = elements_[index];
+    try {
+      parsed_[index] = std::make_unique<Json>(Json::parse(text_.begin() + static_cast<std::ptrdiff_t>(begin),
+                                                          text_.begin() + static_cast<std::ptrdiff_t>(end)));
+    } catch (const Json::parse_error& e) {
+      std::size_t at = begin + (e.byte > 0 ? e.byte - 1 : 0);
+      throw ReportError(path_ + ":" + position(text_, at) + ": not valid JSON: " + parse_message(e.what()));
+    } catch (const Json::exception& e) {
+      throw ReportError(path_ + ":" + position(text_, begin) + ": not valid JSON: " + parse_message(e.what()));
+    }
+  }
+  return *parsed_[index];
+}
+
+const Json* LazyStacks::frames(std::int64_t id) {
+  if (tolerate_) {
+    try {
+      tolerate_ = false;
+      const Json* f = frames(id);
+      tolerate_ = true;
+      return f;
+    } catch (const ReportError&) {
+      tolerate_ = true;
+      return nullptr;
+    }
+  }
+  // attrcheck numbers a rank's stacks 1, 2, ... in order: try there first.
+  if (id >= 1 && static_cast<std::size_t>(id) <= elements_.size()) {
+    const Json& s = element(static_cast<std::size_t>(id - 1));
+    if (const Json* sid = member(s, "id"); is_int(sid) && sid->get<std::int64_t>() == id) return member(s, "frames");
+  }
+  if (!indexed_) {
+    indexed_ = true;
+    for (std::size_t k = 0; k < elements_.size(); ++k)
+      if (const Json* sid = member(element(k), "id"); is_int(sid)) by_id_.emplace_back(sid->get<std::int64_t>(), k);
+  }
+  for (const auto& [sid, k] : by_id_)
+    if (sid == id) return member(element(k), "frames");
+  return nullptr;
+}
+
+Loaded load_for_merge(const std::string& path) {
+  Loaded out;
+  if (ends_with(path, ".journal") || exists(stem(path) + ".journal")) {
+    out.data = load(path);
+    return out;
+  }
+  std::string body = read_file(path);
+  std::pair<std::size_t, std::size_t> stacks;
+  std::vector<std::pair<std::size_t, std::size_t>> elements;
+  if (!find_stacks(body, stacks, elements)) {
+    out.data = parse(path, body);
+    check_report(path, out.data);
+    return out;
+  }
+  std::string rest = body.substr(0, stacks.first) + "[]" + body.substr(stacks.second);
+  try {
+    out.data = Json::parse(rest);
+  } catch (const Json::exception&) {
+    parse(path, body);  // the error, with its position in the file
+    throw ReportError(path + ": not valid JSON");
+  }
+  check_report(path, out.data);
+  if (text(out.data, "schema") == kRankSchema) {
+    out.stacks = std::make_unique<LazyStacks>(path, std::move(body), std::move(elements));
+  } else {
+    out.data = parse(path, body);  // a merged report: its stacks are all needed
+  }
+  return out;
 }
 
 }  // namespace attrcheck::reports

@@ -5,7 +5,9 @@
 
 #include "report/json.hpp"
 
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attrcheck::reports {
@@ -23,6 +25,36 @@ inline constexpr int kMaxDepth = 256;
 std::string read_file(const std::string& path);
 // Parses JSON text; malformed text is a ReportError "PATH:LINE:COLUMN: not valid JSON: ...".
 Json parse(const std::string& path, const std::string& text);
+// A rank report's stacks, read when the merge needs them: most of a rank report's bytes are its
+// stacks, and once the first ranks are merged, the others' findings name stacks the merged report
+// holds already. Each stack is parsed (nlohmann) the first time it is asked for; a malformed one
+// is a ReportError naming the file, line and column.
+class LazyStacks {
+ public:
+  LazyStacks(std::string path, std::string text, std::vector<std::pair<std::size_t, std::size_t>> elements);
+  // The frames of stack `id`, or nullptr when the report has no such stack.
+  const Json* frames(std::int64_t id);
+  // A malformed stack then reads as none (a run directory, where a rank may have died mid-write).
+  void tolerate() { tolerate_ = true; }
+
+ private:
+  bool tolerate_ = false;
+  const Json& element(std::size_t index);
+  std::string path_, text_;
+  std::vector<std::pair<std::size_t, std::size_t>> elements_;  // [begin, end) of each array element
+  std::vector<std::unique_ptr<Json>> parsed_;
+  bool indexed_ = false;
+  std::vector<std::pair<std::int64_t, std::size_t>> by_id_;
+};
+
+// A report as the merge reads it: a rank report without a journal has its stacks left in the
+// text (stacks), every other report is whole in data.
+struct Loaded {
+  Json data;
+  std::unique_ptr<LazyStacks> stacks;
+};
+Loaded load_for_merge(const std::string& path);
+
 // A per-rank or merged report, checked to be one and of a version this tool reads. A journal is
 // loaded as the rank report it stands for; a rank report gets the findings its journal recorded
 // after the report was written.

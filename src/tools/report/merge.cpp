@@ -125,7 +125,7 @@ struct Merger::State {
   }
 
   // Points a finding's stack references (its own and its provenance's) at the merged depot.
-  void restack(Json& d, const std::unordered_map<std::int64_t, const Json*>& table) {
+  void restack(Json& d, const std::unordered_map<std::int64_t, const Json*>& table, LazyStacks* lazy) {
     auto it = d.find("stack");
     if (it == d.end()) return;
     static const Json kNone = Json::array();
@@ -133,6 +133,8 @@ struct Merger::State {
     if (is_int(&*it)) {
       auto t = table.find(it->get<std::int64_t>());
       if (t != table.end()) frames = t->second;
+      else if (lazy != nullptr)
+        if (const Json* f = lazy->frames(it->get<std::int64_t>())) frames = f;
     }
     if (std::int64_t sid = intern(*frames)) *it = sid;
     else d.erase("stack");
@@ -142,7 +144,7 @@ struct Merger::State {
 Merger::Merger() : s_(std::make_unique<State>()) {}
 Merger::~Merger() = default;
 
-void Merger::add(const std::string& path, const Json& data) {
+void Merger::add(const std::string& path, const Json& data, LazyStacks* lazy) {
   try {
     std::unordered_map<std::int64_t, const Json*> table;
     if (const Json* stacks = member(data, "stacks"); stacks && stacks->is_array()) {
@@ -188,10 +190,10 @@ void Merger::add(const std::string& path, const Json& data) {
         e.finding = Json::object();
         for (const auto& [k, v] : f.items())
           if (k != "rank" && k != "ranks" && k != "count" && k != "spawned_ranks") e.finding[k] = v;
-        s_->restack(e.finding, table);
+        s_->restack(e.finding, table, lazy);
         if (auto p = e.finding.find("provenance"); p != e.finding.end() && truthy(&*p) && p->is_array())
           for (Json& prov : *p)
-            if (prov.is_object()) s_->restack(prov, table);
+            if (prov.is_object()) s_->restack(prov, table, lazy);
         s_->entries.push_back(std::move(e));
       }
       State::Entry& e = s_->entries[it->second];
@@ -274,14 +276,15 @@ Json merge_files(const std::vector<std::string>& paths, const std::optional<std:
   unsigned cores = std::max(1u, std::min(8u, std::thread::hardware_concurrency()));
   if (cores < 2 || paths.size() < 64) {
     for (const auto& path : paths) {
-      Json data;
+      Loaded in;
       try {
-        data = load(path);
+        in = load_for_merge(path);
       } catch (const ReportError& e) {
         if (!tolerate_broken) throw;
-        data = broken(e.what());
+        in.data = broken(e.what());
       }
-      merger.add(path, data);
+      if (in.stacks && tolerate_broken) in.stacks->tolerate();
+      merger.add(path, in.data, in.stacks.get());
     }
     return merger.result(command, exit_code);
   }
@@ -289,7 +292,7 @@ Json merge_files(const std::vector<std::string>& paths, const std::optional<std:
   // this thread folds them in order (the result is the same as one file after the other).
   struct Slot {
     bool ready = false;
-    Json data;
+    Loaded in;
     std::string error;
   };
   const std::size_t window = 8 * cores;
@@ -309,7 +312,7 @@ Json merge_files(const std::vector<std::string>& paths, const std::optional<std:
       }
       Slot slot;
       try {
-        slot.data = load(paths[i]);
+        slot.in = load_for_merge(paths[i]);
       } catch (const std::exception& e) {
         slot.error = e.what();
       }
@@ -342,9 +345,10 @@ Json merge_files(const std::vector<std::string>& paths, const std::optional<std:
       cv.notify_all();
       if (!slot.error.empty()) {
         if (!tolerate_broken) throw ReportError(slot.error);
-        slot.data = broken(slot.error);
+        slot.in.data = broken(slot.error);
       }
-      merger.add(paths[i], slot.data);
+      if (slot.in.stacks && tolerate_broken) slot.in.stacks->tolerate();
+      merger.add(paths[i], slot.in.data, slot.in.stacks.get());
     }
   } catch (...) {
     finish();

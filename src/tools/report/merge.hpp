@@ -5,6 +5,7 @@
 #pragma once
 
 #include "report/json.hpp"
+#include "report/load.hpp"
 #include "report/suppress.hpp"
 
 #include <memory>
@@ -21,7 +22,8 @@ class Merger {
   ~Merger();
   Merger(const Merger&) = delete;
   Merger& operator=(const Merger&) = delete;
-  void add(const std::string& path, const Json& data);
+  // data's stacks, or those `lazy` reads from its file (load_for_merge).
+  void add(const std::string& path, const Json& data, LazyStacks* lazy = nullptr);
   Json result(const std::optional<std::vector<std::string>>& command = std::nullopt,
               std::optional<int> exit_code = std::nullopt);
 
