@@ -3,8 +3,10 @@
 
 Without debug information addr2line names the nearest symbol before an address; in a stripped
 library (Debian's mpi4py and PETSc modules) that is often another function: a static function's
-code gets the exported one before it. attrcheck_report keeps a name only when the symbol's extent
-holds the address. Builds a small stripped library with cc to check it."""
+code gets the exported one before it. attrcheck-report keeps a name only when the symbol's extent
+holds the address. Builds a small stripped library with cc to check it.
+
+usage: test_symbolize.py BUILD_DIR"""
 import os
 import shutil
 import subprocess
@@ -12,9 +14,10 @@ import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "reports"))
-import attrcheck_report as reports  # noqa: E402
+import json
+
+BUILD = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else os.path.abspath("build")
+TOOL = os.path.join(BUILD, "bin", "attrcheck-report")
 
 SOURCE = r"""
 int exported_first(int x) { return x * 3 + 1; }
@@ -48,9 +51,21 @@ class SymbolizeTest(unittest.TestCase):
         return {"module": self.lib, "offset": hex(offset), "address": hex(0x7f0000000000 + offset), "entry": entry}
 
     def symbolize(self, *sites):
-        report = {"findings": [{"site": s} for s in sites], "stacks": []}
-        reports.symbolized(report)
-        return [f["site"].get("function", "") for f in report["findings"]]
+        """The functions attrcheck-report names for the sites (a merge with a suppressions file
+        symbolizes the report; this one suppresses nothing)."""
+        report = {"schema": "attrcheck.rank-report", "version": "1.1", "run": {"rank": 0, "size": 1},
+                  "findings": [{"rule": "attr.leak", "severity": "warning", "message": f"site {i}", "site": s}
+                               for i, s in enumerate(sites)], "stacks": []}
+        path, supp, out = (os.path.join(self.dir, n) for n in ("rank-0.json", "none.supp", "merged.json"))
+        with open(path, "w") as f:
+            json.dump(report, f)
+        with open(supp, "w") as f:
+            f.write("keyval.invalid fun:nothing-is-called-this\n")
+        subprocess.run([TOOL, "--no-default-suppressions", "--suppressions", supp, "merge", path, "-o", out,
+                        "--force"], check=True, capture_output=True)
+        with open(out) as f:
+            merged = json.load(f)
+        return [f["site"].get("function", "") for f in merged["findings"]]
 
     def test_a_static_function_after_an_exported_one_gets_no_name(self):
         hidden = self.first[1] + 2  # inside hidden_second, which follows exported_first
