@@ -27,6 +27,7 @@ def main():
     ap.add_argument("--pairs", type=int, default=10)
     ap.add_argument("--mode", default="off")
     ap.add_argument("--program", choices=("init", "demo"), default="init")
+    ap.add_argument("--launcher", help="another attrcheck launcher to time instead of BUILD_DIR's (e.g. an older one)")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
     mpi = mpi_config.load(build)
@@ -35,7 +36,7 @@ def main():
         os.path.join(build, "examples", "demo")
     native = mpi.mpiexec(2, app)
     out = tempfile.mkdtemp(prefix="attrcheck-cost-")
-    checked = [os.path.join(build, "bin", "attrcheck"), "--mode", a.mode, "--output", out,
+    checked = [a.launcher or os.path.join(build, "bin", "attrcheck"), "--mode", a.mode, "--output", out,
                "--fail-on", "never", "--"] + native
 
     def wall(cmd):

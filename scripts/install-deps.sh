@@ -9,7 +9,7 @@ packages=(
   # MPICH beside it (ATTRCHECK_MPI=mpich): Debian's alternatives keep Open MPI the default
   # mpicc / mpirun (priority 50 against MPICH's 40); MPICH is mpicc.mpich, mpiexec.mpich.
   mpich libmpich-dev
-  libboost-stacktrace-dev nlohmann-json3-dev
+  libboost-stacktrace-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   binutils python3-jsonschema
   valgrind  # scripts/bench-callgrind.sh counts instructions per call with callgrind

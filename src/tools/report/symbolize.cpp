@@ -3,11 +3,15 @@
 #include "report/load.hpp"
 
 #include <cerrno>
+#include <cstdio>
+#include <algorithm>
 #include <cstdlib>
 #include <fcntl.h>
 #include <map>
 #include <set>
 #include <spawn.h>
+#include <system_error>
+#include <thread>
 #include <sys/wait.h>
 #include <tuple>
 #include <unistd.h>
@@ -55,19 +59,75 @@ using Address = unsigned long long;
 
 bool is_absolute(const std::string& p) { return !p.empty() && p[0] == '/'; }
 
-// True for a non-PIE executable (ELF type EXEC), whose addresses are absolute.
-bool fixed_address(const std::string& module, std::map<std::string, bool>& cache) {
+// What symbolizing a module takes, from its ELF headers: whether its addresses are absolute (a
+// non-PIE executable, ELF type EXEC), whether it has DWARF (.debug_info: addr2line names
+// function, file and line) and whether it has a full symbol table (.symtab; else only the dynamic
+// one, nm -D).
+struct ElfInfo {
+  bool fixed = false, debug_info = false, symtab = false;
+};
+
+ElfInfo elf_info(const std::string& module, std::map<std::string, ElfInfo>& cache) {
   auto it = cache.find(module);
   if (it != cache.end()) return it->second;
-  bool fixed = false;
+  ElfInfo info;
   int fd = ::open(module.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    unsigned char head[18];
-    if (::read(fd, head, sizeof head) == static_cast<ssize_t>(sizeof head))
-      fixed = head[0] == 0x7f && head[1] == 'E' && head[2] == 'L' && head[3] == 'F' && head[16] == 2 && head[17] == 0;
-    ::close(fd);
+  // Only the headers and the few small sections that say where the debug information is.
+  auto read_at = [fd](std::uint64_t offset, std::uint64_t size) {
+    std::string out(static_cast<std::size_t>(std::min<std::uint64_t>(size, 1 << 24)), '\0');
+    ssize_t n = fd < 0 ? -1 : ::pread(fd, out.data(), out.size(), static_cast<off_t>(offset));
+    out.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+    return out;
+  };
+  auto num = [](const std::string& b, std::size_t at, int bytes) {
+    std::uint64_t v = 0;
+    for (int k = bytes - 1; k >= 0; --k)
+      v = v << 8 | (at + static_cast<std::size_t>(k) < b.size() ? static_cast<unsigned char>(b[at + static_cast<std::size_t>(k)]) : 0u);
+    return v;
+  };
+  std::string head = read_at(0, 64);
+  // ELF64, little-endian (x86-64, aarch64): the only modules this build's runtime records.
+  if (head.size() == 64 && head.compare(0, 4, "\x7f" "ELF") == 0 && head[4] == 2 && head[5] == 1) {
+    info.fixed = num(head, 16, 2) == 2;
+    std::uint64_t shoff = num(head, 0x28, 8), shentsize = num(head, 0x3a, 2), shnum = num(head, 0x3c, 2),
+                  shstrndx = num(head, 0x3e, 2);
+    std::string table = shentsize >= 64 && shstrndx < shnum ? read_at(shoff, shnum * shentsize) : std::string();
+    if (table.size() == shnum * shentsize && !table.empty()) {
+      auto field = [&](std::uint64_t k, std::size_t at, int bytes) {
+        return num(table, static_cast<std::size_t>(k * shentsize) + at, bytes);
+      };
+      std::string names = read_at(field(shstrndx, 0x18, 8), field(shstrndx, 0x20, 8));
+      for (std::uint64_t k = 0; k < shnum; ++k) {
+        std::uint64_t type = field(k, 4, 4), offset = field(k, 0x18, 8), size = field(k, 0x20, 8), name = field(k, 0, 4);
+        if (type == 2 && size > 0) info.symtab = true;  // SHT_SYMTAB
+        if (name >= names.size()) continue;
+        std::string section = names.c_str() + name;
+        if (section == ".debug_info") info.debug_info = true;
+        // Separate debug information (Debian's -dbg / -dbgsym packages): by build id, or by the
+        // debug link's name where gdb and addr2line look for it.
+        if (section == ".note.gnu.build-id" && size > 16 && size < 4096) {
+          std::string data = read_at(offset, size);
+          std::size_t desc = 12 + ((static_cast<std::size_t>(num(data, 0, 4)) + 3) & ~std::size_t{3});
+          std::string id;
+          char b[3];
+          for (std::size_t j = desc; j < data.size(); ++j) {
+            std::snprintf(b, sizeof b, "%02x", static_cast<unsigned char>(data[j]));
+            id += b;
+          }
+          if (id.size() > 2 && exists("/usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug"))
+            info.debug_info = true;
+        }
+        if (section == ".gnu_debuglink" && size < 4096) {
+          std::string link = read_at(offset, size).c_str();
+          std::string dir = module.substr(0, module.rfind('/'));
+          for (const std::string& candidate : {"/usr/lib/debug" + dir + "/" + link, dir + "/.debug/" + link})
+            if (!link.empty() && exists(candidate)) info.debug_info = true;
+        }
+      }
+    }
   }
-  return cache[module] = fixed;
+  if (fd >= 0) ::close(fd);
+  return cache[module] = info;
 }
 
 bool hex(const std::string& s, Address& out) {
@@ -79,10 +139,10 @@ bool hex(const std::string& s, Address& out) {
 }
 
 // (module, address for addr2line) of a frame or site, or nothing if it cannot be symbolized.
-std::optional<std::pair<std::string, Address>> target(const Json& frame, std::map<std::string, bool>& elf) {
+std::optional<std::pair<std::string, Address>> target(const Json& frame, std::map<std::string, ElfInfo>& elf) {
   std::string module = text(frame, "module"), offset = text(frame, "offset");
   if (module.empty() || offset.empty() || !is_absolute(module) || !exists(module)) return std::nullopt;
-  std::string base = fixed_address(module, elf) ? text(frame, "address") : offset;
+  std::string base = elf_info(module, elf).fixed ? text(frame, "address") : offset;
   Address a;
   if (!hex(base, a)) return std::nullopt;
   // A callback's entry address is its function as is. A return address: the call is the
@@ -101,9 +161,10 @@ struct Symbol {
 
 // The module's function symbols with a size, from its symbol table, or from its dynamic one when
 // it is stripped (binutils' nm).
-std::vector<Symbol> function_symbols(const std::string& module) {
+std::vector<Symbol> function_symbols(const std::string& module, const ElfInfo& info) {
   std::vector<Symbol> symbols;
   for (bool dynamic : {false, true}) {
+    if (!dynamic && !info.symtab) continue;
     std::vector<std::string> argv = {"nm", "-S", "-C", "--defined-only"};
     if (dynamic) argv.push_back("-D");
     argv.push_back(module);
@@ -152,14 +213,30 @@ std::string trim(const std::string& s) {
 // *before* an address, which in a stripped library is often another function (a static one's
 // address gets the exported one before it): a name is kept only when that symbol's extent holds
 // the address.
-std::map<Address, Where> addr2line(const std::string& module, const std::set<Address>& addresses) {
+std::map<Address, Where> addr2line(const std::string& module, const std::set<Address>& addresses,
+                                   const ElfInfo& info) {
+  std::map<Address, Where> result;
+  if (!info.debug_info) {
+    // No DWARF: addr2line could only name the nearest symbol before each address, which is kept
+    // only when that symbol's extent holds the address. Ask the symbol table directly.
+    std::vector<Symbol> symbols = function_symbols(module, info);
+    for (Address address : addresses) {
+      Where w;
+      for (const auto& s : symbols)
+        if (s.start <= address && address < s.end) {
+          w.function = s.name;
+          break;
+        }
+      result[address] = w;
+    }
+    return result;
+  }
   std::vector<std::string> argv = {"addr2line", "-f", "-C", "-e", module};
   char buf[32];
   for (Address a : addresses) {
     std::snprintf(buf, sizeof buf, "0x%llx", a);
     argv.emplace_back(buf);
   }
-  std::map<Address, Where> result;
   auto out = capture(argv);
   if (!out) return result;
   std::vector<std::string> lines;
@@ -186,7 +263,7 @@ std::map<Address, Where> addr2line(const std::string& module, const std::set<Add
     w.line = digits > 0 && file != "??" ? std::stoll(rest.substr(0, digits)) : 0;
     if (function == "??") function.clear();
     if (!function.empty() && (file == "??" || file.empty())) {  // named from a symbol table only
-      if (!symbols) symbols = function_symbols(module);
+      if (!symbols) symbols = function_symbols(module, info);
       function.clear();
       for (const auto& s : *symbols)
         if (s.start <= address && address < s.end) {
@@ -219,7 +296,7 @@ void symbolize(Json& report) {
     for (Json& stack : *st)
       if (auto fr = stack.find("frames"); stack.is_object() && fr != stack.end() && fr->is_array())
         for (Json& frame : *fr) take(frame);
-  std::map<std::string, bool> elf;
+  std::map<std::string, ElfInfo> elf;
   std::map<std::string, std::set<Address>> wanted;
   std::vector<std::optional<std::pair<std::string, Address>>> targets;
   targets.reserve(frames.size());
@@ -227,9 +304,24 @@ void symbolize(Json& report) {
     targets.push_back(target(*frame, elf));
     if (targets.back()) wanted[targets.back()->first].insert(targets.back()->second);
   }
+  // One addr2line (or nm) per module, all at once: each waits mostly on its own file.
+  std::vector<std::pair<const std::string*, const std::set<Address>*>> jobs;
+  for (const auto& [module, addresses] : wanted) jobs.emplace_back(&module, &addresses);
+  std::vector<std::map<Address, Where>> found(jobs.size());
+  std::vector<std::thread> threads;
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    const ElfInfo& info = elf[*jobs[j].first];
+    auto work = [&found, &jobs, &info, j] { found[j] = addr2line(*jobs[j].first, *jobs[j].second, info); };
+    try {
+      threads.emplace_back(work);
+    } catch (const std::system_error&) {
+      work();  // no thread to be had: one after the other
+    }
+  }
+  for (auto& t : threads) t.join();
   std::map<std::pair<std::string, Address>, Where> known;
-  for (const auto& [module, addresses] : wanted)
-    for (auto& [address, where] : addr2line(module, addresses)) known[{module, address}] = where;
+  for (std::size_t j = 0; j < jobs.size(); ++j)
+    for (auto& [address, where] : found[j]) known[{*jobs[j].first, address}] = where;
   for (std::size_t i = 0; i < frames.size(); ++i) {
     if (!targets[i]) continue;
     auto it = known.find(*targets[i]);
