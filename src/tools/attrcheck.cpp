@@ -73,7 +73,7 @@ const std::map<std::string, std::vector<std::string>>& choices() {
 // is not an option (nor an option's value).
 std::vector<std::string> parse(int argc, char** argv, Options& o) {
   static const char* const kValued[] = {"--mode", "--output", "--on-error", "--fail-on", "--suppressions",
-                                        "--stack-depth", "--provenance"};
+                                        "--stack-depth", "--provenance"};  // (help: below)
   static const char* const kFlags[] = {"--no-default-suppressions", "-h", "--help", "--version"};
   std::vector<std::string> options, command;
   int i = 1;
@@ -99,43 +99,45 @@ std::vector<std::string> parse(int argc, char** argv, Options& o) {
   CLI::App app(kDescription, "attrcheck");
   app.footer(kFooter);
   app.set_version_flag("--version", std::string("attrcheck ") + ATTRCHECK_VERSION);
-  app.add_option("--mode", o.mode,
-                 "shadow (default): forward every call to MPI and cross-check it;\n"
-                 "emulate: attrcheck's cache serves all user keyvals and attributes;\n"
-                 "off: pass-through (overhead baseline)                 [ATTRCHECK_MODE]")
-      ->type_name("MODE");
-  app.add_option("--output", o.output,
-                 "where per-rank reports and the merged DIR/report.json go\n"
-                 "(default: ./attrcheck-out)                            [ATTRCHECK_OUTPUT]")
-      ->type_name("DIR");
-  app.add_option("--on-error", o.on_error,
-                 "what an erroneous call does after it is reported:\n"
-                 "report (default): it is not passed on and returns the error class\n"
-                 "the standard prescribes (a user-defined error handler is still called);\n"
-                 "errhandler: the object's error handler is invoked (the default one\n"
-                 "aborts) once the report is on disk; abort: report, then MPI_Abort\n"
-                 "                                                      [ATTRCHECK_ON_ERROR]")
-      ->type_name("POLICY");
-  app.add_option("--fail-on", o.fail_on,
-                 "exit non-zero if findings at or above SEVERITY exist:\n"
-                 "error (default), warning, info, never")
-      ->type_name("SEVERITY");
-  app.add_option("--suppressions", o.suppressions,
-                 "findings to leave out of the merged report, the summary and the\n"
-                 "gate (kept in it as suppressed counts); lines \"RULE_GLOB KIND:GLOB\",\n"
-                 "KIND fun, lib, src or at (see README, Suppressions)\n"
-                 "                                                      [ATTRCHECK_SUPPRESSIONS]")
-      ->type_name("FILE");
+  struct Valued {
+    const char* name;
+    std::string* value;
+    const char* type;
+    const char* help;
+  };
+  const Valued valued[] = {
+      {"--mode", &o.mode, "MODE",
+       "shadow (default): forward every call to MPI and cross-check it;\n"
+       "emulate: attrcheck's cache serves all user keyvals and attributes;\n"
+       "off: pass-through (overhead baseline)\n(environment: ATTRCHECK_MODE)"},
+      {"--output", &o.output, "DIR",
+       "where per-rank reports and the merged DIR/report.json go\n"
+       "(default: ./attrcheck-out)\n(environment: ATTRCHECK_OUTPUT)"},
+      {"--on-error", &o.on_error, "POLICY",
+       "what an erroneous call does after it is reported:\n"
+       "report (default): it is not passed on and returns the error class\n"
+       "the standard prescribes (a user-defined error handler is still called);\n"
+       "errhandler: the object's error handler is invoked (the default one\n"
+       "aborts) once the report is on disk; abort: report, then MPI_Abort\n"
+       "(environment: ATTRCHECK_ON_ERROR)"},
+      {"--fail-on", &o.fail_on, "SEVERITY",
+       "exit non-zero if findings at or above SEVERITY exist:\n"
+       "error (default), warning, info, never"},
+      {"--suppressions", &o.suppressions, "FILE",
+       "findings to leave out of the merged report, the summary and the\n"
+       "gate (kept in it as suppressed counts); lines \"RULE_GLOB KIND:GLOB\",\n"
+       "KIND fun, lib, src or at (see README, Suppressions)\n"
+       "(environment: ATTRCHECK_SUPPRESSIONS)"},
+      {"--stack-depth", &o.stack_depth, "N", "frames recorded per stack, 0..16 (default 16)\n(environment: ATTRCHECK_STACK_DEPTH)"},
+      {"--provenance", &o.provenance, "WHAT",
+       "what keyval creations and frees record for findings: stack\n"
+       "(default: the whole stack, a few microseconds each) or site (the\n"
+       "call site only, near free)\n(environment: ATTRCHECK_PROVENANCE)"},
+  };
+  for (const Valued& v : valued) app.add_option(v.name, *v.value, v.help)->type_name(v.type);
   app.add_flag("--no-default-suppressions", o.no_default_suppressions,
                "do not apply the default suppressions shipped with attrcheck\n"
                "(lib/attrcheck/default.supp: benign patterns of well-known libraries)");
-  app.add_option("--stack-depth", o.stack_depth, "frames recorded per stack, 0..16 (default 16) [ATTRCHECK_STACK_DEPTH]")
-      ->type_name("N");
-  app.add_option("--provenance", o.provenance,
-                 "what keyval creations and frees record for findings: stack\n"
-                 "(default: the whole stack, a few microseconds each) or site (the\n"
-                 "call site only, near free)                            [ATTRCHECK_PROVENANCE]")
-      ->type_name("WHAT");
   app.get_formatter()->column_width(28);
   std::vector<std::string> args(options.rbegin(), options.rend());  // CLI11 parses a reversed vector
   try {
