@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <random>
@@ -66,6 +67,37 @@ class Fuzz : public ::testing::Test {
       (void)summary_text(data);
     } catch (const ReportError& e) {
       EXPECT_EQ(std::string(e.what()).rfind(path, 0), 0u) << "the error names the file: " << e.what();
+    }
+    // The merge's quick reading of a rank report (findings by key, stacks when needed) must
+    // merge exactly as reading every file whole does.
+    std::string quick, whole;
+    try {
+      quick = dump(merge_files({dir_ + "/rank-0.json", path}));
+    } catch (const ReportError& e) {
+      quick = std::string("error: ") + e.what();
+    }
+    try {
+      Merger m;
+      m.add(dir_ + "/rank-0.json", load(dir_ + "/rank-0.json"));
+      m.add(path, load(path));
+      whole = dump(m.result());
+    } catch (const ReportError& e) {
+      whole = std::string("error: ") + e.what();
+    }
+    bool quick_failed = quick.rfind("error: ", 0) == 0, whole_failed = whole.rfind("error: ", 0) == 0;
+    if (quick_failed) {
+      EXPECT_TRUE(whole_failed) << "the quick reading refused what the whole one reads: " << quick;
+    } else if (whole_failed) {
+      // The one difference: a stack no finding uses is not read, so a fault inside one (and only
+      // there) goes unnoticed.
+      std::smatch m;
+      std::size_t stacks = body.find("\"stacks\"");
+      ASSERT_TRUE(std::regex_search(whole, m, std::regex(R"(rank-1\.json:(\d+):\d+: not valid JSON)"))) << whole;
+      ASSERT_NE(stacks, std::string::npos) << whole;
+      auto stacks_line = static_cast<long>(std::count(body.begin(), body.begin() + static_cast<long>(stacks), '\n')) + 1;
+      EXPECT_GE(std::stol(m[1]), stacks_line) << "a fault outside the stacks was not noticed: " << whole;
+    } else {
+      EXPECT_EQ(quick, whole);
     }
     for (bool tolerate : {false, true}) {
       try {

@@ -109,6 +109,34 @@ std::string parse_message(const char* what) {
   return m;
 }
 
+// Where in text an error that nlohmann throws without a position (a number too large for a
+// double) is: its SAX parser reports it with one.
+struct ErrorAt : nlohmann::json_sax<Json> {
+  std::size_t at = 0;
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception&) override {
+    at = position > 0 ? position - 1 : 0;
+    return false;
+  }
+};
+
+std::size_t error_position(const std::string& text, std::size_t begin, std::size_t end) {
+  ErrorAt sax;
+  Json::sax_parse(text.begin() + static_cast<std::ptrdiff_t>(begin), text.begin() + static_cast<std::ptrdiff_t>(end), &sax);
+  return begin + sax.at;
+}
+
 void check_version(const std::string& path, const Json& data) {
   std::string version = text(data, "version", "");
   std::size_t digits = 0;
@@ -220,7 +248,8 @@ Json parse(const std::string& path, const std::string& body) {
     std::size_t at = e.byte > 0 ? e.byte - 1 : 0;
     throw ReportError(path + ":" + position(body, at) + ": not valid JSON: " + parse_message(e.what()));
   } catch (const Json::exception& e) {  // e.g. a number too large for a double
-    throw ReportError(path + ": not valid JSON: " + parse_message(e.what()));
+    throw ReportError(path + ":" + position(body, error_position(body, 0, body.size())) + ": not valid JSON: " +
+                      parse_message(e.what()));
   }
 }
 
@@ -388,37 +417,48 @@ std::size_t skip_value(const std::string& t, std::size_t i, int depth) {
   return kBad;
 }
 
-// [begin, end) of the top-level object's "stacks" array and of each of its elements, when the
-// text has that shape; nothing otherwise (the text is then parsed whole).
-bool find_stacks(const std::string& t, std::pair<std::size_t, std::size_t>& stacks,
-                 std::vector<std::pair<std::size_t, std::size_t>>& elements) {
+// [begin, end) of the top-level object's "findings" and "stacks" arrays and of each of their
+// elements, when the text has that shape; nothing otherwise (the text is then parsed whole).
+struct Split {
+  std::pair<std::size_t, std::size_t> findings{0, 0}, stacks{0, 0};
+  std::vector<std::pair<std::size_t, std::size_t>> finding_elements, stack_elements;
+};
+
+bool split_elements(const std::string& t, std::size_t begin, std::size_t end,
+                    std::vector<std::pair<std::size_t, std::size_t>>& elements) {
+  elements.clear();
+  for (std::size_t j = skip_space(t, begin + 1); j < end - 1;) {
+    std::size_t e = skip_value(t, j, 2);
+    if (e == kBad || e > end - 1) return false;
+    elements.emplace_back(j, e);
+    j = skip_space(t, e);
+    if (j < end - 1 && t[j] == ',') j = skip_space(t, j + 1);
+    else if (j != end - 1) return false;
+  }
+  return true;
+}
+
+bool find_arrays(const std::string& t, Split& out) {
   std::size_t i = skip_space(t, 0);
   if (i >= t.size() || t[i] != '{') return false;
-  bool found = false;
+  int found = 0;
   for (i = skip_space(t, i + 1); i < t.size();) {
-    if (t[i] == '}') return found && skip_space(t, i + 1) == t.size();
+    if (t[i] == '}') return found == 2 && skip_space(t, i + 1) == t.size();
     if (t[i] != '"') return false;
     std::size_t key_end = skip_string(t, i);
     if (key_end == kBad) return false;
     bool is_stacks = t.compare(i, key_end - i, "\"stacks\"") == 0;
+    bool is_findings = t.compare(i, key_end - i, "\"findings\"") == 0;
     i = skip_space(t, key_end);
     if (i >= t.size() || t[i] != ':') return false;
     i = skip_space(t, i + 1);
     std::size_t end = skip_value(t, i, 1);
     if (end == kBad) return false;
-    if (is_stacks) {
-      if (t[i] != '[') return false;
-      found = true;
-      stacks = {i, end};
-      elements.clear();
-      for (std::size_t j = skip_space(t, i + 1); j < end - 1;) {
-        std::size_t e = skip_value(t, j, 2);
-        if (e == kBad || e > end - 1) return false;
-        elements.emplace_back(j, e);
-        j = skip_space(t, e);
-        if (j < end - 1 && t[j] == ',') j = skip_space(t, j + 1);
-        else if (j != end - 1) return false;
-      }
+    if (is_stacks || is_findings) {
+      if (t[i] != '[' || (is_stacks ? out.stacks.second : out.findings.second) != 0) return false;  // one each
+      ++found;
+      (is_stacks ? out.stacks : out.findings) = {i, end};
+      if (!split_elements(t, i, end, is_stacks ? out.stack_elements : out.finding_elements)) return false;
     }
     i = skip_space(t, end);
     if (i < t.size() && t[i] == ',') i = skip_space(t, i + 1);
@@ -432,18 +472,26 @@ bool find_stacks(const std::string& t, std::pair<std::size_t, std::size_t>& stac
 LazyStacks::LazyStacks(std::string path, std::string text, std::vector<std::pair<std::size_t, std::size_t>> elements)
     : path_(std::move(path)), text_(std::move(text)), elements_(std::move(elements)), parsed_(elements_.size()) {}
 
+Json parse_range(const std::string& path, const std::string& text, std::size_t begin, std::size_t end) {
+  try {
+    return Json::parse(text.begin() + static_cast<std::ptrdiff_t>(begin), text.begin() + static_cast<std::ptrdiff_t>(end));
+  } catch (const Json::parse_error& e) {
+    std::size_t at = begin + (e.byte > 0 ? e.byte - 1 : 0);
+    throw ReportError(path + ":" + position(text, at) + ": not valid JSON: " + parse_message(e.what()));
+  } catch (const Json::exception& e) {
+    throw ReportError(path + ":" + position(text, error_position(text, begin, end)) + ": not valid JSON: " +
+                      parse_message(e.what()));
+  }
+}
+
+Json LazyStacks::parse_range(std::size_t begin, std::size_t end) const {
+  return reports::parse_range(path_, text_, begin, end);
+}
+
 const Json& LazyStacks::element(std::size_t index) {
   if (!parsed_[index]) {
     auto [begin, end] = elements_[index];
-    try {
-      parsed_[index] = std::make_unique<Json>(Json::parse(text_.begin() + static_cast<std::ptrdiff_t>(begin),
-                                                          text_.begin() + static_cast<std::ptrdiff_t>(end)));
-    } catch (const Json::parse_error& e) {
-      std::size_t at = begin + (e.byte > 0 ? e.byte - 1 : 0);
-      throw ReportError(path_ + ":" + position(text_, at) + ": not valid JSON: " + parse_message(e.what()));
-    } catch (const Json::exception& e) {
-      throw ReportError(path_ + ":" + position(text_, begin) + ": not valid JSON: " + parse_message(e.what()));
-    }
+    parsed_[index] = std::make_unique<Json>(parse_range(begin, end));
   }
   return *parsed_[index];
 }
@@ -475,6 +523,9 @@ const Json* LazyStacks::frames(std::int64_t id) {
   return nullptr;
 }
 
+// The key and count of the finding at [begin, end) of body (fast_findings.cpp).
+FindingKey scan_finding(const std::string& path, const std::string& body, std::size_t begin, std::size_t end);
+
 Loaded load_for_merge(const std::string& path) {
   Loaded out;
   if (ends_with(path, ".journal") || exists(stem(path) + ".journal")) {
@@ -482,14 +533,17 @@ Loaded load_for_merge(const std::string& path) {
     return out;
   }
   std::string body = read_file(path);
-  std::pair<std::size_t, std::size_t> stacks;
-  std::vector<std::pair<std::size_t, std::size_t>> elements;
-  if (!find_stacks(body, stacks, elements)) {
+  Split split;
+  if (!find_arrays(body, split)) {
     out.data = parse(path, body);
     check_report(path, out.data);
     return out;
   }
-  std::string rest = body.substr(0, stacks.first) + "[]" + body.substr(stacks.second);
+  // Everything but the two arrays is parsed now (the run, the summary: small).
+  auto [first, second] = split.findings.first < split.stacks.first ? std::make_pair(split.findings, split.stacks)
+                                                                   : std::make_pair(split.stacks, split.findings);
+  std::string rest = body.substr(0, first.first) + "[]" + body.substr(first.second, second.first - first.second) +
+                     "[]" + body.substr(second.second);
   try {
     out.data = Json::parse(rest);
   } catch (const Json::exception&) {
@@ -497,11 +551,15 @@ Loaded load_for_merge(const std::string& path) {
     throw ReportError(path + ": not valid JSON");
   }
   check_report(path, out.data);
-  if (text(out.data, "schema") == kRankSchema) {
-    out.stacks = std::make_unique<LazyStacks>(path, std::move(body), std::move(elements));
-  } else {
-    out.data = parse(path, body);  // a merged report: its stacks are all needed
+  if (text(out.data, "schema") != kRankSchema) {
+    out.data = parse(path, body);  // a merged report: its findings and stacks are all needed
+    check_report(path, out.data);
+    return out;
   }
+  out.findings.reserve(split.finding_elements.size());
+  for (auto [begin, end] : split.finding_elements) out.findings.push_back(scan_finding(path, body, begin, end));
+  out.split = true;
+  out.stacks = std::make_unique<LazyStacks>(path, std::move(body), std::move(split.stack_elements));
   return out;
 }
 

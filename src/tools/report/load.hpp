@@ -34,6 +34,9 @@ class LazyStacks {
   LazyStacks(std::string path, std::string text, std::vector<std::pair<std::size_t, std::size_t>> elements);
   // The frames of stack `id`, or nullptr when the report has no such stack.
   const Json* frames(std::int64_t id);
+  // The JSON text at [begin, end) of the file, parsed (errors name the file, line and column).
+  Json parse_range(std::size_t begin, std::size_t end) const;
+  const std::string& text() const { return text_; }
   // A malformed stack then reads as none (a run directory, where a rank may have died mid-write).
   void tolerate() { tolerate_ = true; }
 
@@ -47,13 +50,32 @@ class LazyStacks {
   std::vector<std::pair<std::int64_t, std::size_t>> by_id_;
 };
 
-// A report as the merge reads it: a rank report without a journal has its stacks left in the
-// text (stacks), every other report is whole in data.
+// A finding of a rank report as the merge first needs it: what makes it the same finding as
+// another (key), its count, and where its text is; parsed whole only when it is a new one, or
+// when it has something the quick reading does not handle (whole).
+struct FindingKey {
+  std::string key;
+  std::int64_t count = 1;
+  bool whole = false;
+  std::size_t begin = 0, end = 0;
+};
+// What makes two findings the same: rule, call, site module and offset, and the message with
+// hexadecimal numbers (addresses, handles: they differ between ranks) left out.
+std::string finding_key(const Json& f);
+
+// A report as the merge reads it: a rank report without a journal has its findings and stacks
+// left in the text (findings: their keys, split: true; stacks), every other report is whole in
+// data.
 struct Loaded {
   Json data;
   std::unique_ptr<LazyStacks> stacks;
+  bool split = false;
+  std::vector<FindingKey> findings;
 };
 Loaded load_for_merge(const std::string& path);
+
+// The JSON text at [begin, end) of text, parsed; a ReportError names path, line and column.
+Json parse_range(const std::string& path, const std::string& text, std::size_t begin, std::size_t end);
 
 // A per-rank or merged report, checked to be one and of a version this tool reads. A journal is
 // loaded as the rank report it stands for; a rank report gets the findings its journal recorded

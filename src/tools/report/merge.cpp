@@ -46,46 +46,6 @@ struct RankSet {
   }
 };
 
-// Keys: the values that make two findings the same one, each tagged (missing/null vs text).
-void key_part(std::string& key, const Json* v) {
-  if (v == nullptr || v->is_null()) {
-    key += "\x01N";
-    return;
-  }
-  key += "\x01S";
-  key += v->is_string() ? v->get_ref<const std::string&>() : dump(*v);
-}
-
-// Addresses and handles differ between ranks (ASLR); module-relative offsets do not.
-std::string without_hex(const std::string& m) {
-  std::string out;
-  out.reserve(m.size());
-  for (std::size_t i = 0; i < m.size();) {
-    if (m[i] == '0' && i + 2 < m.size() + 0 && m[i + 1] == 'x' && i + 2 < m.size() &&
-        ((m[i + 2] >= '0' && m[i + 2] <= '9') || (m[i + 2] >= 'a' && m[i + 2] <= 'f'))) {
-      out += "0x?";
-      i += 2;
-      while (i < m.size() && ((m[i] >= '0' && m[i] <= '9') || (m[i] >= 'a' && m[i] <= 'f'))) ++i;
-    } else {
-      out += m[i++];
-    }
-  }
-  return out;
-}
-
-std::string finding_key(const Json& f) {
-  static const Json kEmpty = Json::object();
-  const Json* site = member(f, "site");
-  const Json& s = site && site->is_object() ? *site : kEmpty;
-  std::string key;
-  key_part(key, member(f, "rule"));
-  key_part(key, member(f, "call"));
-  key_part(key, member(s, "module"));
-  key_part(key, member(s, "offset"));
-  key += "\x01M" + without_hex(text(f, "message"));
-  return key;
-}
-
 }  // namespace
 
 std::string job_of(const Json& run) {
@@ -144,7 +104,7 @@ struct Merger::State {
 Merger::Merger() : s_(std::make_unique<State>()) {}
 Merger::~Merger() = default;
 
-void Merger::add(const std::string& path, const Json& data, LazyStacks* lazy) {
+void Merger::add(const std::string& path, const Json& data, LazyStacks* lazy, const std::vector<FindingKey>* keys) {
   try {
     std::unordered_map<std::int64_t, const Json*> table;
     if (const Json* stacks = member(data, "stacks"); stacks && stacks->is_array()) {
@@ -178,17 +138,12 @@ void Merger::add(const std::string& path, const Json& data, LazyStacks* lazy) {
       }
       s_->ranks.push_back(std::move(entry));
     }
-    const Json* findings = member(data, "findings");
-    if (!findings || !findings->is_array()) return;
-    bool merged_input = text(data, "schema") == kMergedSchema;
-    for (const Json& f : *findings) {
-      if (!f.is_object()) continue;
-      std::string key = finding_key(f);
-      auto [it, fresh] = s_->index.emplace(std::move(key), s_->entries.size());
+    auto fold = [&](const Json* whole, const std::string& key, std::int64_t count, const Json& f_for_ranks) {
+      auto [it, fresh] = s_->index.emplace(key, s_->entries.size());
       if (fresh) {
         State::Entry e;
         e.finding = Json::object();
-        for (const auto& [k, v] : f.items())
+        for (const auto& [k, v] : whole->items())
           if (k != "rank" && k != "ranks" && k != "count" && k != "spawned_ranks") e.finding[k] = v;
         s_->restack(e.finding, table, lazy);
         if (auto p = e.finding.find("provenance"); p != e.finding.end() && truthy(&*p) && p->is_array())
@@ -197,16 +152,16 @@ void Merger::add(const std::string& path, const Json& data, LazyStacks* lazy) {
         s_->entries.push_back(std::move(e));
       }
       State::Entry& e = s_->entries[it->second];
-      e.count = add_sat(e.count, integer(f, "count", 1));
-      const Json* ranks = member(f, "ranks");
+      e.count = add_sat(e.count, count);
+      const Json* ranks = member(f_for_ranks, "ranks");
       if (!job.empty()) {
         e.spawned[job].add(rank);
-      } else if ((!merged_input && rank != nullptr && !rank->is_null()) || ranks == nullptr) {
+      } else if ((rank != nullptr && !rank->is_null()) || ranks == nullptr) {
         e.ranks.add(rank);
       } else {
         if (ranks->is_array())
           for (const Json& r : *ranks) e.ranks.add(&r);
-        if (const Json* sp = member(f, "spawned_ranks"); sp && sp->is_array()) {
+        if (const Json* sp = member(f_for_ranks, "spawned_ranks"); sp && sp->is_array()) {
           for (const Json& s : *sp) {
             RankSet& set = e.spawned[text(s, "job")];
             if (const Json* rs = member(s, "ranks"); rs && rs->is_array())
@@ -214,7 +169,29 @@ void Merger::add(const std::string& path, const Json& data, LazyStacks* lazy) {
           }
         }
       }
+    };
+    if (keys != nullptr && lazy != nullptr) {
+      // A rank report read quickly: a finding's text is parsed only when it is a new one.
+      static const Json kNoRanks = Json::object();
+      for (const FindingKey& k : *keys) {
+        if (k.whole) {
+          Json f = lazy->parse_range(k.begin, k.end);
+          fold(&f, finding_key(f), integer(f, "count", 1), f);
+          continue;
+        }
+        if (s_->index.count(k.key)) {
+          fold(nullptr, k.key, k.count, kNoRanks);
+        } else {
+          Json f = lazy->parse_range(k.begin, k.end);
+          fold(&f, k.key, k.count, kNoRanks);
+        }
+      }
+      return;
     }
+    const Json* findings = member(data, "findings");
+    if (!findings || !findings->is_array()) return;
+    for (const Json& f : *findings)
+      if (f.is_object()) fold(&f, finding_key(f), integer(f, "count", 1), f);
   } catch (const Json::exception& e) {
     throw ReportError(path + ": not a usable report: " + e.what());
   }
@@ -284,7 +261,7 @@ Json merge_files(const std::vector<std::string>& paths, const std::optional<std:
         in.data = broken(e.what());
       }
       if (in.stacks && tolerate_broken) in.stacks->tolerate();
-      merger.add(path, in.data, in.stacks.get());
+      merger.add(path, in.data, in.stacks.get(), in.split ? &in.findings : nullptr);
     }
     return merger.result(command, exit_code);
   }
@@ -348,7 +325,7 @@ Json merge_files(const std::vector<std::string>& paths, const std::optional<std:
         slot.in.data = broken(slot.error);
       }
       if (slot.in.stacks && tolerate_broken) slot.in.stacks->tolerate();
-      merger.add(paths[i], slot.in.data, slot.in.stacks.get());
+      merger.add(paths[i], slot.in.data, slot.in.stacks.get(), slot.in.split ? &slot.in.findings : nullptr);
     }
   } catch (...) {
     finish();

@@ -22,8 +22,9 @@ class Merger {
   ~Merger();
   Merger(const Merger&) = delete;
   Merger& operator=(const Merger&) = delete;
-  // data's stacks, or those `lazy` reads from its file (load_for_merge).
-  void add(const std::string& path, const Json& data, LazyStacks* lazy = nullptr);
+  // data's findings and stacks, or (load_for_merge) those `keys` and `lazy` read from its file.
+  void add(const std::string& path, const Json& data, LazyStacks* lazy = nullptr,
+           const std::vector<FindingKey>* keys = nullptr);
   Json result(const std::optional<std::vector<std::string>>& command = std::nullopt,
               std::optional<int> exit_code = std::nullopt);
 
