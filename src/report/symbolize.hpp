@@ -60,7 +60,7 @@ inline std::uintptr_t lookup_pc(const void* address, bool entry) noexcept {
 // (libbacktrace reads plain DWARF at roughly 1-2 ms per MiB here; compressed, ~40 times slower).
 struct SymbolizeLimits {
   std::uint64_t dwarf_budget = 48ull << 20;
-  std::uint64_t symtab_budget = 64ull << 20;  // symbol tables, for modules without DWARF
+  std::uint64_t symtab_budget = 16ull << 20;  // symbol tables (~700k symbols): sorted when read
 };
 
 // Symbolizes every frame the store's committed findings refer to and publishes the table in the
