@@ -5,31 +5,15 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 
+#include "render_report.hpp"
 #include "report/report.hpp"
 #include "report/symbolize.hpp"
 
 namespace attrcheck {
 namespace {
-
-nlohmann::json render(const RunInfo& run, const FindingStore& store) {
-  char path[] = "/tmp/attrcheck-symbolize-test-XXXXXX";
-  const int fd = mkstemp(path);
-  EXPECT_GE(fd, 0);
-  EXPECT_TRUE(render_json(fd, run, store));
-  close(fd);
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  unlink(path);
-  return nlohmann::json::parse(text.str());
-}
 
 // A function of this test (with debug information) whose return address is recorded.
 __attribute__((noinline)) const void* where_am_i() { return __builtin_return_address(0); }
