@@ -237,7 +237,9 @@ ModuleCost module_cost(const char* path) noexcept {
 
 namespace {
 // One address inside each module libbacktrace may read; set only while symbolize_findings runs
-// (libbacktrace enumerates the modules once, the first time it is asked).
+// (libbacktrace enumerates the modules once, the first time it is asked). When the program's own
+// executable is not among them, libbacktrace may keep its descriptor of /proc/self/exe
+// (O_CLOEXEC) open after MPI_Finalize: it opens it first and closes it at the executable's turn.
 std::atomic<const std::vector<std::uintptr_t>*> g_admitted{nullptr};
 
 struct FilterContext {
