@@ -14,6 +14,8 @@ A case is a C, C++ or Fortran program whose first comment lines (// or !) say wh
   // expect-everywhere: keyval.leak              the rule is reported on every one of them
   // expect-message: RULE TEXT                   some RULE finding's message contains TEXT (repeatable)
   // expect-where: RULE FUNCTION                 every RULE finding's site is symbolized to FUNCTION
+  // expect-provenance: RULE FUNCTION:LINE WHAT  every RULE finding has a provenance stack WHAT (e.g.
+                                               "exception thrown") whose first frame is FUNCTION:LINE
   // rank-symbolized: RULE FUNCTION FILE         in the rank reports as written (before any offline
                                                symbolization), every RULE finding's site was named
                                                in-process: FUNCTION in FILE, with a line, and so
@@ -104,7 +106,7 @@ def rank_symbolization_failures(out, want):
 def header(source):
     spec = {"np": 2, "modes": ["shadow", "emulate"], "expect": [], "clean": False, "exit": "0", "native": None,
             "env": {}, "divergence": [], "expect_unless": [], "status": None,
-            "processes": None, "everywhere": [], "messages": [], "where": [], "skip_on": {},
+            "processes": None, "everywhere": [], "messages": [], "where": [], "provenance": [], "skip_on": {},
             "rank_symbolized": []}
     with open(source) as f:
         for line in f:
@@ -147,6 +149,9 @@ def header(source):
             elif body.startswith("expect-where:"):
                 rule, function = body.split(":", 1)[1].split()
                 spec["where"].append((rule, function))
+            elif body.startswith("expect-provenance:"):
+                rule, at, what = body.split(":", 1)[1].strip().split(None, 2)
+                spec["provenance"].append((rule, at, what))
             elif body.startswith("rank-symbolized:"):
                 spec["rank_symbolized"].append(body.split(":", 1)[1].split())
             elif body.startswith("skip-on "):
@@ -261,6 +266,13 @@ def main():
         sites = [(f.get("site") or {}).get("function") for f in merged["findings"] if f["rule"] == rule]
         if not sites or any(s != function for s in sites):
             failures.append(f"{rule} should be at {function}, is at {sites}")
+    stacks = {st["id"]: st.get("frames", []) for st in merged.get("stacks", [])}
+    for rule, at, what in spec["provenance"]:
+        for f in [f for f in merged["findings"] if f["rule"] == rule] or [{}]:
+            firsts = [(stacks.get(p.get("stack")) or [{}])[0] for p in f.get("provenance", []) if p.get("what") == what]
+            named = [f"{fr.get('function')}:{fr.get('line')}" for fr in firsts]
+            if at not in named:
+                failures.append(f"{rule} should have provenance '{what}' at {at}, has {named}")
     for want in spec["rank_symbolized"]:
         failures.extend(rank_symbolization_failures(out, want))
     if spec["exit"] == "signal" and not any(r.get("status") == "signal" for r in merged.get("ranks", [])):
