@@ -1771,6 +1771,84 @@ TEST(SetAttrRan, ACursorHoldsOnlyWhileTheLayoutDoes) {
   EXPECT_FALSE(e.find_set_cursor(kComm, kA, k, e.layout_version(), &none));  // freed object
 }
 
+// ---- delete_attr_ran: mirroring a delete whose callback ran elsewhere --------------------------
+
+TEST(DeleteAttrRan, DeletesAsDeleteAttrWouldWithoutCallingAnything) {
+  Watched w;
+  Engine& e = w.e;
+  Log log;
+  Rec r1(&log, "k1");
+  KeyvalId k1 = make_key(e, user_spec(&r1)), plain = make_key(e, plain_spec());
+  create(e, kComm, {kA});
+  set_all(e, kComm, kA, {{k1, 1}, {plain, 2}});
+  const std::uint64_t before = e.version();
+  const RanDelete ran{kA, k1, 1, 0};
+  std::uint64_t after = 0;
+  ASSERT_TRUE(e.delete_attr_ran(cursor_for(e, kComm, kA, k1), &ran, &after));
+  EXPECT_TRUE(log.empty());  // nothing called
+  EXPECT_TRUE(w.obs.events.empty());
+  EXPECT_FALSE(has_attr(e, kComm, kA, k1));
+  EXPECT_EQ(info_of(e, k1).attributes, 0u);
+  EXPECT_NE(after, before);
+  EXPECT_EQ(after, e.version());
+  // A keyval without a delete callback: nothing ran.
+  ASSERT_TRUE(e.delete_attr_ran(cursor_for(e, kComm, kA, plain), nullptr));
+  EXPECT_EQ(keys_of(e, kComm, kA), Keys{});
+  EXPECT_EQ(r1.deletes, 0);
+}
+
+TEST(DeleteAttrRan, RefusesAnythingButTheCallTheStandardRequiresAndChangesNothing) {
+  Engine e;
+  Rec r(nullptr, "k");
+  KeyvalId k = make_key(e, user_spec(&r));
+  KeyvalId plain = make_key(e, plain_spec());
+  create(e, kComm, {kA, kB});
+  set_all(e, kComm, kA, {{k, 1}, {plain, 2}});
+  const SetCursor c = cursor_for(e, kComm, kA, k);
+  const SetCursor cp = cursor_for(e, kComm, kA, plain);
+  const SetCursor absent = cursor_for(e, kComm, kB, k);
+  const std::uint64_t version = e.version();
+  const RanDelete ok{kA, k, 1, 0};
+  const RanDelete failed{kA, k, 1, 5}, other_value{kA, k, 9, 0}, other_object{kB, k, 1, 0}, other_key{kA, plain, 1, 0};
+  EXPECT_FALSE(e.delete_attr_ran(c, nullptr));  // the delete callback must run
+  EXPECT_FALSE(e.delete_attr_ran(c, &failed));
+  EXPECT_FALSE(e.delete_attr_ran(c, &other_value));
+  EXPECT_FALSE(e.delete_attr_ran(c, &other_object));
+  EXPECT_FALSE(e.delete_attr_ran(c, &other_key));
+  EXPECT_FALSE(e.delete_attr_ran(cp, &ok));          // nothing to run
+  EXPECT_FALSE(e.delete_attr_ran(absent, nullptr));  // nothing set there: delete_attr reports it
+  EXPECT_FALSE(e.delete_attr_ran(SetCursor{}, nullptr));
+  EXPECT_EQ(e.version(), version);
+  EXPECT_EQ(get_c(e, kComm, kA, k), 1u);
+  EXPECT_EQ(get_c(e, kComm, kA, plain), 2u);
+  EXPECT_TRUE(e.delete_attr_ran(c, &ok));
+}
+
+TEST(DeleteAttrRan, ACursorHoldsOnlyWhileTheLayoutDoes) {
+  Engine e;
+  KeyvalId k = make_key(e, plain_spec()), other = make_key(e, plain_spec());
+  create(e, kComm, {kA});
+  ASSERT_EQ(e.set_attr(kComm, kA, k, Binding::C, 1), kOk);
+  const SetCursor c = cursor_for(e, kComm, kA, k);
+  ASSERT_EQ(e.free_keyval(kComm, &other), kOk);  // any layout change
+  EXPECT_FALSE(e.delete_attr_ran(c, nullptr));
+  EXPECT_TRUE(has_attr(e, kComm, kA, k));
+  EXPECT_TRUE(e.delete_attr_ran(cursor_for(e, kComm, kA, k), nullptr));
+}
+
+TEST(DeleteAttrRan, TheLastAttributeOfAFreedKeyvalDestroysIt) {
+  Engine e;
+  KeyvalId k = make_key(e, plain_spec());
+  const KeyvalId id = k;
+  create(e, kComm, {kA});
+  ASSERT_EQ(e.set_attr(kComm, kA, k, Binding::C, 1), kOk);
+  const SetCursor c = cursor_for(e, kComm, kA, k);
+  ASSERT_EQ(e.free_keyval(kComm, &k), kOk);
+  EXPECT_FALSE(e.delete_attr_ran(c, nullptr));  // freeing it moved the layout: the general way
+  ASSERT_EQ(e.delete_attr(kComm, kA, id), kOk);
+  EXPECT_TRUE(info_of(e, id).destroyed);
+}
+
 TEST(SetAttrRan, FindSetCursorRefusesWhatSetAttrRefuses) {
   Engine e;
   constexpr KeyvalId kTagUb = 0, kInvalid = -1;  // (the default EngineConfig's MPI_KEYVAL_INVALID)

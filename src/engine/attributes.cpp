@@ -105,15 +105,7 @@ bool Engine::Impl::set_attr_ran(const SetCursor& c, Binding from, std::uint64_t 
   if (needs_delete != (ran != nullptr)) return false;
   if (from != Binding::C && free_cells_.empty() && cell_count_ >= decltype(cells_)::kCapacity)
     return false;  // set_attr would fail after the callback: let it
-  if (ran) {
-    // The value the callback must have been passed; a Fortran-set value reaches a C callback as
-    // the address of wherever its holder stores it, which only the holder knows.
-    if (ran->rc != 0 || ran->object != o->handle || ran->keyval != key) return false;
-    const Binding repr = repr_of(*rec);
-    if (repr != Binding::C && k->spec.lang == Binding::C) return false;
-    if (ran->value != translate(repr, rec->value.load(std::memory_order_relaxed), nullptr, k->spec.lang).word)
-      return false;
-  }
+  if (ran && !ran_as_required(o, k, *rec, *ran)) return false;
   // Replacing a C value with a C value needs no cell and changes no count: done here, it saves
   // the store_set / put_at call chain (~45 instructions of a mirrored set, callgrind).
   if (rec && from == Binding::C && repr_of(*rec) == Binding::C) {
@@ -122,6 +114,40 @@ bool Engine::Impl::set_attr_ran(const SetCursor& c, Binding from, std::uint64_t 
   } else if (!store_set(o, k, rec, key, from, value, origin).ok()) {
     return false;
   }
+  if (version) *version = seq_.load(std::memory_order_relaxed);
+  return true;
+}
+
+bool Engine::Impl::ran_as_required(const ObjectSlot* o, const KeyvalSlot* k, const AttrRec& rec,
+                                   const RanDelete& ran) const {
+  // The value the callback must have been passed; a Fortran-set value reaches a C callback as
+  // the address of wherever its holder stores it, which only the holder knows.
+  if (ran.rc != 0 || ran.object != o->handle || ran.keyval != rec.key.load(std::memory_order_relaxed)) return false;
+  const Binding repr = repr_of(rec);
+  if (repr != Binding::C && k->spec.lang == Binding::C) return false;
+  return ran.value == translate(repr, rec.value.load(std::memory_order_relaxed), nullptr, k->spec.lang).word;
+}
+
+// Engine::delete_attr_ran: the cursor stands for delete_attr's object and keyval checks (a
+// keyval valid for a set is valid for a delete) while the layout reads the same; the rest are
+// made here. Saves delete_attr's lookups of the object and keyval and, with a user delete
+// function, the replay of its callback.
+bool Engine::Impl::delete_attr_ran(const SetCursor& c, const RanDelete* ran, std::uint64_t* version) {
+  std::lock_guard<SpinLock> lk(mu_);
+  if (!c.object || layout_.load(std::memory_order_relaxed) != c.layout) return false;
+  auto* o = static_cast<ObjectSlot*>(const_cast<void*>(c.object));
+  auto* k = static_cast<KeyvalSlot*>(const_cast<void*>(c.keyval));
+  if (o->mutating || (t_depth > 0 && in_callback_for(this, o->index))) return false;
+  AttrRec* rec = find_attr(o->table.load(std::memory_order_relaxed), k->id.load(std::memory_order_relaxed));
+  if (!rec) return false;  // absent: delete_attr says so
+  if ((k->spec.del.action == DeleteAction::User) != (ran != nullptr)) return false;
+  if (ran && !ran_as_required(o, k, *rec, *ran)) return false;
+  {
+    WriteSection ws(seq_);
+    erase_attr(o, rec);
+  }
+  --k->attributes;
+  unref_keyval(k);
   if (version) *version = seq_.load(std::memory_order_relaxed);
   return true;
 }
@@ -276,6 +302,9 @@ Result Engine::set_attr(ObjectKind kind, Handle handle, KeyvalId keyval, Binding
 bool Engine::find_set_cursor(ObjectKind kind, Handle handle, KeyvalId keyval, std::uint64_t layout,
                              SetCursor* out, bool* user_delete) const {
   return impl_->find_set_cursor(kind, handle, keyval, layout, out, user_delete);
+}
+bool Engine::delete_attr_ran(const SetCursor& cursor, const RanDelete* ran, std::uint64_t* version) {
+  return impl_->delete_attr_ran(cursor, ran, version);
 }
 bool Engine::set_attr_ran(const SetCursor& cursor, Binding from, std::uint64_t value, Origin origin,
                           const RanDelete* ran, std::uint64_t* version) {

@@ -544,6 +544,12 @@ struct Engine::Impl {
   bool find_set_cursor(ObjectKind kind, Handle h, KeyvalId key, std::uint64_t layout, SetCursor* out,
                        bool* user_delete) const;
 
+  // Engine::delete_attr_ran: delete_attr for a delete whose callback already ran elsewhere.
+  bool delete_attr_ran(const SetCursor& c, const RanDelete* ran, std::uint64_t* version);
+  // Whether `ran` is the delete callback call the standard requires for attribute `rec` of
+  // object `o` under keyval `k` (a user delete function): same object and keyval, passed the
+  // attribute's value, and it succeeded (lock held).
+  bool ran_as_required(const ObjectSlot* o, const KeyvalSlot* k, const AttrRec& rec, const RanDelete& ran) const;
   // Engine::set_attr_ran: set_attr for a set whose delete callback already ran elsewhere. The
   // cursor stands for set_attr's object and keyval checks while the layout reads the same; the
   // rest are made here. Nothing waits and nothing is called: anything other than the plain case
