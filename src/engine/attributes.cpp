@@ -6,30 +6,6 @@
 
 namespace attrcheck {
 
-// Validates the object of a modifying call and waits while another thread runs callbacks for
-// it (lock held; loops until it can proceed).
-Status Engine::Impl::acquire_object(Lock& lk, ObjectKind kind, Handle h, KeyvalId key, bool with_key,
-                      std::uint32_t* slot, KeyvalSlot** k, const PredefinedKeyval** pre,
-                      KeyUse use) {
-  for (;;) {
-    if (finalized_.load(std::memory_order_relaxed)) return Status::Finalized;
-    Status s = find_object(kind, h, slot);
-    if (s != Status::Ok) return s;
-    if (with_key) {
-      s = check_keyval(kind, key, use, k, pre);
-      if (s != Status::Ok) return s;
-    }
-    if (in_callback_for(this, *slot)) return Status::Reentrant;
-    ObjectSlot* o = objects_.get(*slot);
-    if (o->mutating && o->mutating != this_thread_token()) {
-      wait_turn(lk);
-      continue;
-    }
-    if (o->mutating) return Status::Reentrant;  // this thread, further out: still re-entrant
-    return Status::Ok;
-  }
-}
-
 Result Engine::Impl::set_attr(ObjectKind kind, Handle h, KeyvalId key, Binding from, std::uint64_t value, Origin origin) {
   value = normalise(from, value);
   Lock lk(mu_);
@@ -52,23 +28,6 @@ Result Engine::Impl::set_attr(ObjectKind kind, Handle h, KeyvalId key, Binding f
   // Only this thread could change the object meanwhile, and re-entrant changes were refused, so
   // the attribute is still there, where it was unless the callback's other changes moved it.
   return store_set(o, k, find_attr(o->table.load(std::memory_order_relaxed), key), key, from, value, origin);
-}
-
-// The end of a set, after the old value's delete callback (if any) succeeded (lock held):
-// stores the value in `rec` (the attribute's record; nullptr: a new one), the object's newest.
-Result Engine::Impl::store_set(ObjectSlot* o, KeyvalSlot* k, AttrRec* rec, KeyvalId key, Binding from, std::uint64_t value,
-                 Origin origin) {
-  const bool existed = rec != nullptr;
-  const Status ps = put_at(o, rec, key, from, value, false, origin);
-  if (ps != Status::Ok) {  // out of cells: put() removed the record
-    if (existed) {
-      --k->attributes;
-      unref_keyval(k);
-    }
-    return {ps, 0};
-  }
-  if (!existed) ++k->attributes;
-  return {};
 }
 
 // Engine::find_set_cursor: set_attr's checks, remembered.
