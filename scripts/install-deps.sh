@@ -9,6 +9,8 @@ packages=(
   # MPICH beside it (ATTRCHECK_MPI=mpich): Debian's alternatives keep Open MPI the default
   # mpicc / mpirun (priority 50 against MPICH's 40); MPICH is mpicc.mpich, mpiexec.mpich.
   mpich libmpich-dev
+  # Boost.Stacktrace's libbacktrace backend names a report's frames in the rank at MPI_Finalize
+  # (header-only, over GCC's libbacktrace.a from libgcc-12-dev, which build-essential brings).
   libboost-stacktrace-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   binutils python3-jsonschema

@@ -1,5 +1,7 @@
 // attrcheck-test: np=2 modes=shadow,emulate
 // expect: callback.exception
+// expect-where: callback.exception throwing_copy
+// rank-symbolized: callback.exception throwing_copy callback_exception.cpp
 // clean
 // exit: 0
 /* callback.exception (C++): a copy callback throws std::runtime_error during MPI_Comm_dup. The
