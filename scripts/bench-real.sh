@@ -8,14 +8,17 @@
 #   ROUNDS=N        rounds (default 5)
 #   CLIENTS="ksp_ex2 snes_ex19 mpi4py true"   which clients (true: `mpiexec -n 2 true`, the
 #                   launcher's fixed cost)
+#   PRELOAD=1       also each mode without the launcher (mpiexec -x LD_PRELOAD=libattrcheck.so
+#                   -x ATTRCHECK_MODE=...: Open MPI's mpiexec): the runtime's own cost, without the
+#                   launcher's start-up and its merge and summary of the reports after the run
 # Needs scripts/build.sh first (the PETSc tutorials are built with the real-client tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-exec python3 - "$build" "${ROUNDS:-5}" "${CLIENTS:-ksp_ex2 snes_ex19 mpi4py true}" <<'PY'
+exec python3 - "$build" "${ROUNDS:-5}" "${CLIENTS:-ksp_ex2 snes_ex19 mpi4py true}" "${PRELOAD:-0}" <<'PY'
 import json, os, shutil, statistics, subprocess, sys, tempfile, time
-build, rounds, clients = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
+build, rounds, clients, preload = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4] == "1"
 mpiexec = json.load(open(f"{build}/lib/attrcheck/mpi-build.json"))["mpiexec"] or "mpiexec"
 # The Python the real-client tests found mpi4py and numpy in (CMake cache), not whatever is first
 # on PATH.
@@ -29,16 +32,21 @@ commands = {
     # No MPI program at all: what starting 2 ranks costs, and the launcher's own fixed cost.
     "true": ["true"],
 }
-configs = ["native", "shadow", "emulate"]
+configs = ["native", "shadow", "emulate"] + (["shadow-preload", "emulate-preload"] if preload else [])
+modes = [m for m in configs if m != "native"]
+library = os.path.abspath(f"{build}/lib/libattrcheck.so")
 times = {(c, m): [] for c in clients for m in configs}
 out = tempfile.mkdtemp()
 try:
     for r in range(rounds):
-        order = configs[r % 3:] + configs[:r % 3]
+        order = configs[r % len(configs):] + configs[:r % len(configs)]
         for c in clients:
             for m in order:
                 cmd = [mpiexec, "-n", "2"] + commands[c]
-                if m != "native":
+                if m.endswith("-preload"):
+                    cmd = [mpiexec, "-n", "2", "-x", f"LD_PRELOAD={library}", "-x", f"ATTRCHECK_MODE={m[:-8]}",
+                           "-x", f"ATTRCHECK_OUTPUT={out}/{c}.{m}.{r}", "-x", "ATTRCHECK_RANK_SUMMARY=0"] + commands[c]
+                elif m != "native":
                     cmd = [f"{build}/bin/attrcheck", "--mode", m, "--output", f"{out}/{c}.{m}.{r}",
                            "--fail-on", "never", "--"] + cmd
                 t0 = time.monotonic()
@@ -53,14 +61,16 @@ finally:
     shutil.rmtree(out, ignore_errors=True)
 print(f"whole program, 2 ranks, median of {rounds} interleaved rounds (wall-clock seconds)")
 med = {(c, m): statistics.median(times[(c, m)]) for c in clients for m in configs}
-fixed = {m: med[("true", m)] - med[("true", "native")] for m in configs} if "true" in clients else None
-print(f"{'client':12} {'native':>9} {'shadow':>9} {'emulate':>9} {'shadow/native':>14} {'emulate/native':>15}" +
-      ("   beyond the launcher's fixed cost: shadow, emulate" if fixed else ""))
+fixed = {m: med[("true", m)] - med[("true", "native")] for m in modes} if "true" in clients else None
+print(f"{'client':12} " + " ".join(f"{m:>15}" for m in configs) + "  " + " ".join(f"{m + '/native':>22}" for m in modes))
 for c in clients:
     n = med[(c, "native")]
-    line = (f"{c:12} {n:9.2f} {med[(c, 'shadow')]:9.2f} {med[(c, 'emulate')]:9.2f} "
-            f"{med[(c, 'shadow')] / n:14.3f} {med[(c, 'emulate')] / n:15.3f}")
-    if fixed and c != "true":
-        line += "   " + ", ".join(f"{100 * (med[(c, m)] - n - fixed[m]) / n:+.1f}%" for m in ("shadow", "emulate"))
-    print(line)
+    print(f"{c:12} " + " ".join(f"{med[(c, m)]:15.2f}" for m in configs) + "  " +
+          " ".join(f"{med[(c, m)] / n:22.3f}" for m in modes))
+if fixed:
+    print("beyond the fixed cost of starting 2 ranks under each (the `true` row), in % of native:")
+    for c in clients:
+        if c != "true":
+            n = med[(c, "native")]
+            print(f"{c:12} " + " ".join(f"{m} {100 * (med[(c, m)] - n - fixed[m]) / n:+.1f}%" for m in modes))
 PY
