@@ -14,6 +14,7 @@ packages=(
   libboost-stacktrace-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   binutils python3-jsonschema
+  libunwind8  # provenance stacks: dlopen'ed for unw_backtrace (src/engine/provenance.cpp)
   valgrind  # scripts/bench-callgrind.sh counts instructions per call with callgrind
   python3-mpi4py  # the default suppressions' test runs an mpi4py program
   chromium  # the HTML report's test opens it headless
