@@ -4,7 +4,8 @@
 Without debug information addr2line names the nearest symbol before an address; in a stripped
 library (Debian's mpi4py and PETSc modules) that is often another function: a static function's
 code gets the exported one before it. attrcheck-report keeps a name only when the symbol's extent
-holds the address. Builds a small stripped library with cc to check it.
+holds the address. Builds a small stripped library with cc to check it. Frames a rank already
+symbolized in-process are left alone.
 
 usage: test_symbolize.py BUILD_DIR"""
 import os
@@ -51,11 +52,19 @@ class SymbolizeTest(unittest.TestCase):
         return {"module": self.lib, "offset": hex(offset), "address": hex(0x7f0000000000 + offset), "entry": entry}
 
     def symbolize(self, *sites):
-        """The functions attrcheck-report names for the sites (a merge with a suppressions file
-        symbolizes the report; this one suppresses nothing)."""
-        report = {"schema": "attrcheck.rank-report", "version": "1.1", "run": {"rank": 0, "size": 1},
+        """The functions attrcheck-report names for the sites."""
+        return [f["site"].get("function", "") for f in self.merged(sites)["findings"]]
+
+    def merged(self, sites, stack=None):
+        """A rank report with a finding at each site (the first with `stack`), merged by
+        attrcheck-report with a suppressions file (which symbolizes the report; this one
+        suppresses nothing)."""
+        report = {"schema": "attrcheck.rank-report", "version": "1.2", "run": {"rank": 0, "size": 1},
                   "findings": [{"rule": "attr.leak", "severity": "warning", "message": f"site {i}", "site": s}
                                for i, s in enumerate(sites)], "stacks": []}
+        if stack:
+            report["stacks"] = [{"id": 1, "frames": stack}]
+            report["findings"][0]["stack"] = 1
         path, supp, out = (os.path.join(self.dir, n) for n in ("rank-0.json", "none.supp", "merged.json"))
         with open(path, "w") as f:
             json.dump(report, f)
@@ -64,8 +73,7 @@ class SymbolizeTest(unittest.TestCase):
         subprocess.run([TOOL, "--no-default-suppressions", "--suppressions", supp, "merge", path, "-o", out,
                         "--force"], check=True, capture_output=True)
         with open(out) as f:
-            merged = json.load(f)
-        return [f["site"].get("function", "") for f in merged["findings"]]
+            return json.load(f)
 
     def test_a_static_function_after_an_exported_one_gets_no_name(self):
         hidden = self.first[1] + 2  # inside hidden_second, which follows exported_first
@@ -79,6 +87,18 @@ class SymbolizeTest(unittest.TestCase):
     def test_a_return_address_inside_a_function_names_it(self):
         self.assertEqual(self.symbolize(self.site(self.third[0] + 8, entry=False)), ["exported_third"])
 
+    def test_frames_the_rank_symbolized_in_process_are_left_alone(self):
+        # Marked "symbolized" by the rank at MPI_Finalize (src/report/symbolize.hpp): kept as they
+        # are, even where nothing was found; a frame with a function is not looked up again.
+        named = dict(self.site(self.third[0]), function="named_by_the_rank", symbolized=True)
+        nothing_found = dict(self.site(self.first[0]), symbolized=True)
+        has_function = dict(self.site(self.first[0]), function="given")
+        plain = self.site(self.first[0])
+        frame = dict(self.site(self.third[0] + 8, entry=False), symbolized=True)
+        merged = self.merged([named, nothing_found, has_function, plain], stack=[frame])
+        self.assertEqual([f["site"].get("function", "") for f in merged["findings"]],
+                         ["named_by_the_rank", "", "given", "exported_first"])
+        self.assertNotIn("function", merged["stacks"][0]["frames"][0])
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

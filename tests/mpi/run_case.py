@@ -14,6 +14,13 @@ A case is a C, C++ or Fortran program whose first comment lines (// or !) say wh
   // expect-everywhere: keyval.leak              the rule is reported on every one of them
   // expect-message: RULE TEXT                   some RULE finding's message contains TEXT (repeatable)
   // expect-where: RULE FUNCTION                 every RULE finding's site is symbolized to FUNCTION
+  // expect-provenance: RULE FUNCTION:LINE WHAT  every RULE finding has a provenance stack WHAT (e.g.
+                                               "exception thrown") whose first frame is FUNCTION:LINE
+  // rank-symbolized: RULE FUNCTION FILE         in the rank reports as written (before any offline
+                                               symbolization), every RULE finding's site was named
+                                               in-process: FUNCTION in FILE, with a line, and so
+                                               was the first frame of each of its stacks
+  // rank-symbolized: none                       no rank report names any frame (no rank finalized)
   // env: NAME=VALUE ...                         extra environment for the run under attrcheck
   // skip-on LIBRARY: REASON                     the case cannot run on that library (ctest: skipped)
   // native: error-classes                       a native run's "error-class SITUATION CLASS" lines
@@ -80,10 +87,49 @@ import mpi_config  # noqa: E402
 TIMEOUT = 120
 
 
+def _named(frame, function, file):
+    return (frame.get("symbolized") is True and frame.get("function") == function
+            and os.path.basename(frame.get("file", "")) == file and frame.get("line", 0) > 0)
+
+
+def rank_symbolization_failures(out, want):
+    """What the rank reports on disk (not the merged report, which the launcher symbolized again)
+    say of in-process symbolization (src/report/symbolize.hpp): `want` is ["none"] or
+    [RULE, FUNCTION, FILE]."""
+    failures, seen = [], 0
+    for path in report_files.rank_files(out):
+        if path.endswith(".journal"):
+            continue  # written as found, never named in-process
+        with open(path) as f:
+            data = json.load(f)
+        stacks = {s["id"]: s.get("frames", []) for s in data.get("stacks", [])}
+        if want == ["none"]:
+            frames = [f.get("site", {}) for f in data["findings"]] + [fr for s in stacks.values() for fr in s]
+            named = [fr for fr in frames if "symbolized" in fr or "function" in fr]
+            if named:
+                failures.append(f"{path}: frames named in-process, expected none: {named[:3]}")
+            continue
+        rule, function, file = want
+        for f in data["findings"]:
+            if f["rule"] != rule:
+                continue
+            seen += 1
+            if not _named(f.get("site", {}), function, file):
+                failures.append(f"{path}: {rule} site not named {function} in {file} in-process: {f.get('site')}")
+            for ref in [f] + f.get("provenance", []):
+                frames = stacks.get(ref.get("stack"), [])
+                if frames and not (frames[0].get("symbolized") and frames[0].get("file") and frames[0].get("line")):
+                    failures.append(f"{path}: {rule} stack {ref.get('stack')} not named in-process: {frames[0]}")
+    if want != ["none"] and not seen:
+        failures.append(f"no rank report has a {want[0]} finding to check in-process symbolization on")
+    return failures
+
+
 def header(source):
     spec = {"np": 2, "modes": ["shadow", "emulate"], "expect": [], "clean": False, "exit": "0", "native": None,
             "env": {}, "divergence": [], "expect_unless": [], "status": None,
-            "processes": None, "everywhere": [], "messages": [], "where": [], "skip_on": {}}
+            "processes": None, "everywhere": [], "messages": [], "where": [], "provenance": [], "skip_on": {},
+            "rank_symbolized": []}
     with open(source) as f:
         for line in f:
             line = line.strip()
@@ -125,6 +171,11 @@ def header(source):
             elif body.startswith("expect-where:"):
                 rule, function = body.split(":", 1)[1].split()
                 spec["where"].append((rule, function))
+            elif body.startswith("expect-provenance:"):
+                rule, at, what = body.split(":", 1)[1].strip().split(None, 2)
+                spec["provenance"].append((rule, at, what))
+            elif body.startswith("rank-symbolized:"):
+                spec["rank_symbolized"].append(body.split(":", 1)[1].split())
             elif body.startswith("skip-on "):
                 library, _, reason = body[len("skip-on "):].partition(":")
                 spec["skip_on"][library.strip()] = reason.strip()
@@ -236,6 +287,15 @@ def main():
         sites = [(f.get("site") or {}).get("function") for f in merged["findings"] if f["rule"] == rule]
         if not sites or any(s != function for s in sites):
             failures.append(f"{rule} should be at {function}, is at {sites}")
+    stacks = {st["id"]: st.get("frames", []) for st in merged.get("stacks", [])}
+    for rule, at, what in spec["provenance"]:
+        for f in [f for f in merged["findings"] if f["rule"] == rule] or [{}]:
+            firsts = [(stacks.get(p.get("stack")) or [{}])[0] for p in f.get("provenance", []) if p.get("what") == what]
+            named = [f"{fr.get('function')}:{fr.get('line')}" for fr in firsts]
+            if at not in named:
+                failures.append(f"{rule} should have provenance '{what}' at {at}, has {named}")
+    for want in spec["rank_symbolized"]:
+        failures.extend(rank_symbolization_failures(out, want))
     if spec["exit"] == "signal" and not any(r.get("status") == "signal" for r in merged.get("ranks", [])):
         failures.append("no rank report says it ended by a signal")
 
