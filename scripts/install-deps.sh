@@ -11,7 +11,7 @@ packages=(
   mpich libmpich-dev
   # Boost.Stacktrace's libbacktrace backend names a report's frames in the rank at MPI_Finalize
   # (header-only, over GCC's libbacktrace.a from libgcc-12-dev, which build-essential brings).
-  libboost-stacktrace-dev nlohmann-json3-dev
+  libboost-stacktrace-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   binutils python3-jsonschema
   libunwind8  # provenance stacks: dlopen'ed for unw_backtrace (src/engine/provenance.cpp)

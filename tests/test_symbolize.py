@@ -3,9 +3,11 @@
 
 Without debug information addr2line names the nearest symbol before an address; in a stripped
 library (Debian's mpi4py and PETSc modules) that is often another function: a static function's
-code gets the exported one before it. attrcheck_report keeps a name only when the symbol's extent
+code gets the exported one before it. attrcheck-report keeps a name only when the symbol's extent
 holds the address. Builds a small stripped library with cc to check it. Frames a rank already
-symbolized in-process are left alone."""
+symbolized in-process are left alone.
+
+usage: test_symbolize.py BUILD_DIR"""
 import os
 import shutil
 import subprocess
@@ -13,9 +15,10 @@ import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "reports"))
-import attrcheck_report as reports  # noqa: E402
+import json
+
+BUILD = os.path.abspath(sys.argv.pop(1)) if len(sys.argv) > 1 else os.path.abspath("build")
+TOOL = os.path.join(BUILD, "bin", "attrcheck-report")
 
 SOURCE = r"""
 int exported_first(int x) { return x * 3 + 1; }
@@ -49,9 +52,28 @@ class SymbolizeTest(unittest.TestCase):
         return {"module": self.lib, "offset": hex(offset), "address": hex(0x7f0000000000 + offset), "entry": entry}
 
     def symbolize(self, *sites):
-        report = {"findings": [{"site": s} for s in sites], "stacks": []}
-        reports.symbolized(report)
-        return [f["site"].get("function", "") for f in report["findings"]]
+        """The functions attrcheck-report names for the sites."""
+        return [f["site"].get("function", "") for f in self.merged(sites)["findings"]]
+
+    def merged(self, sites, stack=None):
+        """A rank report with a finding at each site (the first with `stack`), merged by
+        attrcheck-report with a suppressions file (which symbolizes the report; this one
+        suppresses nothing)."""
+        report = {"schema": "attrcheck.rank-report", "version": "1.2", "run": {"rank": 0, "size": 1},
+                  "findings": [{"rule": "attr.leak", "severity": "warning", "message": f"site {i}", "site": s}
+                               for i, s in enumerate(sites)], "stacks": []}
+        if stack:
+            report["stacks"] = [{"id": 1, "frames": stack}]
+            report["findings"][0]["stack"] = 1
+        path, supp, out = (os.path.join(self.dir, n) for n in ("rank-0.json", "none.supp", "merged.json"))
+        with open(path, "w") as f:
+            json.dump(report, f)
+        with open(supp, "w") as f:
+            f.write("keyval.invalid fun:nothing-is-called-this\n")
+        subprocess.run([TOOL, "--no-default-suppressions", "--suppressions", supp, "merge", path, "-o", out,
+                        "--force"], check=True, capture_output=True)
+        with open(out) as f:
+            return json.load(f)
 
     def test_a_static_function_after_an_exported_one_gets_no_name(self):
         hidden = self.first[1] + 2  # inside hidden_second, which follows exported_first
@@ -73,13 +95,10 @@ class SymbolizeTest(unittest.TestCase):
         has_function = dict(self.site(self.first[0]), function="given")
         plain = self.site(self.first[0])
         frame = dict(self.site(self.third[0] + 8, entry=False), symbolized=True)
-        report = {"findings": [{"site": s} for s in (named, nothing_found, has_function, plain)],
-                  "stacks": [{"id": 1, "frames": [frame]}]}
-        reports.symbolized(report)
-        self.assertEqual([f["site"].get("function", "") for f in report["findings"]],
+        merged = self.merged([named, nothing_found, has_function, plain], stack=[frame])
+        self.assertEqual([f["site"].get("function", "") for f in merged["findings"]],
                          ["named_by_the_rank", "", "given", "exported_first"])
-        self.assertNotIn("function", report["stacks"][0]["frames"][0])
-
+        self.assertNotIn("function", merged["stacks"][0]["frames"][0])
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

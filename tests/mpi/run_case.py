@@ -43,10 +43,11 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "reports"))
-import attrcheck_report as reports  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, ".."))
+import report_files  # noqa: E402
 import jsonschema  # noqa: E402  (Debian's python3-jsonschema)
 
 with open(os.path.join(HERE, "..", "..", "reports", "attrcheck-report.schema.json")) as _f:
@@ -54,15 +55,33 @@ with open(os.path.join(HERE, "..", "..", "reports", "attrcheck-report.schema.jso
 
 
 def schema_errors(path, data=None):
-    """Every report the suite produces must match the published schema (a journal: the rank
-    report the merge rebuilds from it)."""
+    """Every report the suite produces must match the published schema (a journal: the report
+    attrcheck-report merges from it)."""
     if data is None:
         with open(path) as f:
             data = json.load(f)
     return [f"{path}: {'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}"
             for e in SCHEMA.iter_errors(data)][:5]
 
-sys.path.insert(0, os.path.join(HERE, ".."))
+
+def report_errors(tool, path):
+    """Problems of a report the run wrote: attrcheck-report must read it (a journal: merged into
+    a report), and what it is must match the schema."""
+    if path.endswith(".journal"):
+        fd, merged = tempfile.mkstemp(prefix="attrcheck-journal-", suffix=".json")
+        os.close(fd)
+        try:
+            p = subprocess.run([tool, "--no-default-suppressions", "merge", path, "-o", merged, "--force"],
+                               capture_output=True, text=True, timeout=TIMEOUT)
+            return [p.stderr.strip()] if p.returncode != 0 else schema_errors(merged)
+        finally:
+            os.unlink(merged)
+    p = subprocess.run([tool, "--no-default-suppressions", "gate", "--fail-on", "info", path],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    if p.returncode not in (0, 1):
+        return [p.stderr.strip()]
+    return schema_errors(path)
+
 import mpi_config  # noqa: E402
 
 TIMEOUT = 120
@@ -78,8 +97,11 @@ def rank_symbolization_failures(out, want):
     say of in-process symbolization (src/report/symbolize.hpp): `want` is ["none"] or
     [RULE, FUNCTION, FILE]."""
     failures, seen = [], 0
-    for path in reports.rank_files(out):
-        data = reports.load(path)
+    for path in report_files.rank_files(out):
+        if path.endswith(".journal"):
+            continue  # written as found, never named in-process
+        with open(path) as f:
+            data = json.load(f)
         stacks = {s["id"]: s.get("frames", []) for s in data.get("stacks", [])}
         if want == ["none"]:
             frames = [f.get("site", {}) for f in data["findings"]] + [fr for s in stacks.values() for fr in s]
@@ -221,18 +243,17 @@ def main():
     if not exit_ok(spec["exit"], proc.returncode):
         failures.append(f"exit status {proc.returncode}, expected {spec['exit']}")
 
-    # Every per-rank report must parse (a crashed rank too), and the merged one must exist.
-    for path in reports.rank_files(out):
-        try:
-            failures.extend(schema_errors(path, reports.load(path)))
-        except reports.ReportError as e:
-            failures.append(str(e))
-    try:
-        merged = reports.load(os.path.join(out, "report.json"))
-        failures.extend(schema_errors(os.path.join(out, "report.json")))
-    except reports.ReportError as e:
-        failures.append(str(e))
-        merged = {"findings": [], "ranks": []}
+    # Every per-rank report must parse (a crashed rank too: its journal, through attrcheck-report),
+    # and the merged one must exist.
+    tool = os.path.join(os.path.dirname(os.path.abspath(a.launcher)), "attrcheck-report")
+    for path in report_files.rank_files(out):
+        failures.extend(report_errors(tool, path))
+    merged = {"findings": [], "ranks": []}
+    problems = report_errors(tool, os.path.join(out, "report.json"))
+    failures.extend(problems)
+    if not problems:
+        with open(os.path.join(out, "report.json")) as f:
+            merged = json.load(f)
     rules = {f["rule"] for f in merged["findings"]}
     for rule in spec["expect"]:
         if rule not in rules:
@@ -249,13 +270,13 @@ def main():
     if spec["status"] and (len(statuses) != spec["np"] or any(s != spec["status"] for s in statuses)):
         failures.append(f"rank statuses {statuses}, expected {spec['np']} x {spec['status']}")
     if spec["processes"] is not None:
-        everyone = [reports.process_of(r) for r in merged.get("ranks", [])]
+        everyone = [report_files.process_of(r) for r in merged.get("ranks", [])]
         if len(everyone) != spec["processes"] or len(set(everyone)) != len(everyone):
             failures.append(f"expected {spec['processes']} rank reports of distinct processes, got "
                             f"{len(everyone)}: {everyone}")
     for rule in spec["everywhere"]:
-        found = set().union(*[reports.processes(f) for f in merged["findings"] if f["rule"] == rule])
-        missing = [p for p in (reports.process_of(r) for r in merged.get("ranks", [])) if p not in found]
+        found = set().union(*[report_files.processes(f) for f in merged["findings"] if f["rule"] == rule])
+        missing = [p for p in (report_files.process_of(r) for r in merged.get("ranks", [])) if p not in found]
         if missing:
             failures.append(f"{rule} not reported on processes (job, rank) {missing}")
     for rule, text in spec["messages"]:

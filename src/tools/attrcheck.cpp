@@ -1,0 +1,312 @@
+// attrcheck: run an MPI program under the attribute-caching checker (see usage below).
+// Preloads the runtime into the command's processes, waits for the command, then merges the
+// ranks' reports (in this process: the report library) and prints the summary.
+#include "report/load.hpp"
+#include "report/merge.hpp"
+#include "report/outputs.hpp"
+#include "report/suppress.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+using namespace attrcheck::reports;
+
+namespace {
+
+constexpr const char* kDescription = R"(attrcheck: run an MPI program under the attribute-caching checker.
+
+usage: attrcheck [options] -- COMMAND [ARGS...]
+
+Typical uses:
+  attrcheck -- mpirun -np 4 ./app        preload into every rank mpirun starts (locally)
+  mpirun -np 4 attrcheck -- ./app        each rank preloads itself (no -x needed))";
+
+constexpr const char* kFooter = R"(exit status: the command's own status if it failed (signals as 128+N); otherwise 1 if
+findings at or above --fail-on were reported; otherwise 0. Errors in attrcheck's own
+arguments exit 2.)";
+
+const char* const kRankEnv[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
+
+[[noreturn]] void die(const std::string& message) {
+  std::fprintf(stderr, "attrcheck: error: %s\nattrcheck: see 'attrcheck --help'\n", message.c_str());
+  std::exit(2);
+}
+
+std::string env_or(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v ? v : fallback;
+}
+
+struct Options {
+  std::string mode = env_or("ATTRCHECK_MODE", "shadow");
+  std::string output = env_or("ATTRCHECK_OUTPUT", "attrcheck-out");
+  std::string on_error = env_or("ATTRCHECK_ON_ERROR", "report");
+  std::string fail_on = "error";
+  std::string suppressions = env_or("ATTRCHECK_SUPPRESSIONS", "");
+  std::string stack_depth = env_or("ATTRCHECK_STACK_DEPTH", "16");
+  std::string provenance = env_or("ATTRCHECK_PROVENANCE", "stack");
+  bool no_default_suppressions = false;
+};
+
+const std::map<std::string, std::vector<std::string>>& choices() {
+  static const std::map<std::string, std::vector<std::string>> c = {
+      {"--mode", {"shadow", "emulate", "off"}},
+      {"--on-error", {"report", "errhandler", "abort"}},
+      {"--fail-on", {"error", "warning", "info", "never"}},
+      {"--provenance", {"stack", "site"}}};
+  return c;
+}
+
+// The options before the command, and the command: after "--", or from the first argument that
+// is not an option (nor an option's value).
+std::vector<std::string> parse(int argc, char** argv, Options& o) {
+  static const char* const kValued[] = {"--mode", "--output", "--on-error", "--fail-on", "--suppressions",
+                                        "--stack-depth", "--provenance"};  // (help: below)
+  static const char* const kFlags[] = {"--no-default-suppressions", "-h", "--help", "--version"};
+  std::vector<std::string> options, command;
+  int i = 1;
+  for (; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    if (arg.empty() || arg[0] != '-') break;  // no '--': the command starts at the first non-option
+    std::string name = arg.substr(0, arg.find('='));
+    bool valued = std::find(std::begin(kValued), std::end(kValued), name) != std::end(kValued);
+    bool flag = std::find(std::begin(kFlags), std::end(kFlags), arg) != std::end(kFlags);
+    if (!valued && !flag) die("unknown option '" + arg + "'");
+    options.push_back(arg);
+    if (valued && name == arg) {
+      if (i + 1 >= argc) die(name + " needs a value");
+      options.push_back(argv[++i]);
+    }
+  }
+  for (; i < argc; ++i) command.emplace_back(argv[i]);
+
+  CLI::App app(kDescription, "attrcheck");
+  app.footer(kFooter);
+  app.set_version_flag("--version", std::string("attrcheck ") + ATTRCHECK_VERSION);
+  struct Valued {
+    const char* name;
+    std::string* value;
+    const char* type;
+    const char* help;
+  };
+  const Valued valued[] = {
+      {"--mode", &o.mode, "MODE",
+       "shadow (default): forward every call to MPI and cross-check it;\n"
+       "emulate: attrcheck's cache serves all user keyvals and attributes;\n"
+       "off: pass-through (overhead baseline)\n(environment: ATTRCHECK_MODE)"},
+      {"--output", &o.output, "DIR",
+       "where per-rank reports and the merged DIR/report.json go\n"
+       "(default: ./attrcheck-out)\n(environment: ATTRCHECK_OUTPUT)"},
+      {"--on-error", &o.on_error, "POLICY",
+       "what an erroneous call does after it is reported:\n"
+       "report (default): it is not passed on and returns the error class\n"
+       "the standard prescribes (a user-defined error handler is still called);\n"
+       "errhandler: the object's error handler is invoked (the default one\n"
+       "aborts) once the report is on disk; abort: report, then MPI_Abort\n"
+       "(environment: ATTRCHECK_ON_ERROR)"},
+      {"--fail-on", &o.fail_on, "SEVERITY",
+       "exit non-zero if findings at or above SEVERITY exist:\n"
+       "error (default), warning, info, never"},
+      {"--suppressions", &o.suppressions, "FILE",
+       "findings to leave out of the merged report, the summary and the\n"
+       "gate (kept in it as suppressed counts); lines \"RULE_GLOB KIND:GLOB\",\n"
+       "KIND fun, lib, src or at (see README, Suppressions)\n"
+       "(environment: ATTRCHECK_SUPPRESSIONS)"},
+      {"--stack-depth", &o.stack_depth, "N", "frames recorded per stack, 0..16 (default 16)\n(environment: ATTRCHECK_STACK_DEPTH)"},
+      {"--provenance", &o.provenance, "WHAT",
+       "what keyval creations and frees record for findings: stack\n"
+       "(default: the whole stack, a few microseconds each) or site (the\n"
+       "call site only, near free)\n(environment: ATTRCHECK_PROVENANCE)"},
+  };
+  for (const Valued& v : valued) app.add_option(v.name, *v.value, v.help)->type_name(v.type);
+  app.add_flag("--no-default-suppressions", o.no_default_suppressions,
+               "do not apply the default suppressions shipped with attrcheck\n"
+               "(lib/attrcheck/default.supp: benign patterns of well-known libraries)");
+  app.get_formatter()->column_width(28);
+  std::vector<std::string> args(options.rbegin(), options.rend());  // CLI11 parses a reversed vector
+  try {
+    app.parse(args);
+  } catch (const CLI::Success& e) {
+    std::exit(app.exit(e));
+  } catch (const CLI::ParseError& e) {
+    die(e.what());
+  }
+  for (const auto& [name, allowed] : choices()) {
+    const std::string& value = name == "--mode" ? o.mode : name == "--on-error" ? o.on_error
+                               : name == "--fail-on" ? o.fail_on : o.provenance;
+    if (std::find(allowed.begin(), allowed.end(), value) == allowed.end()) {
+      std::string list;
+      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+      die(name + " must be one of " + list + " (got '" + value + "')");
+    }
+  }
+  if (o.output.empty()) die("--output must not be empty");
+  if (o.stack_depth.empty() || o.stack_depth.size() > 4 ||
+      o.stack_depth.find_first_not_of("0123456789") != std::string::npos || std::stoi(o.stack_depth) > 16)
+    die("--stack-depth must be a number of frames from 0 to 16 (got '" + o.stack_depth + "')");
+  if (command.empty()) die("no command given (usage: attrcheck [options] -- COMMAND...)");
+  return command;
+}
+
+// os.path.abspath: absolute and normalized (no '.', '..' or repeated '/').
+std::string absolute(const std::string& path) {
+  std::string full = path;
+  if (path.empty() || path[0] != '/') {
+    char cwd[4096];
+    full = std::string(::getcwd(cwd, sizeof cwd) ? cwd : ".") + "/" + path;
+  }
+  std::vector<std::string> parts;
+  std::size_t i = 0;
+  while (i <= full.size()) {
+    std::size_t j = full.find('/', i);
+    if (j == std::string::npos) j = full.size();
+    std::string part = full.substr(i, j - i);
+    if (part == "..") {
+      if (!parts.empty()) parts.pop_back();
+    } else if (!part.empty() && part != ".") {
+      parts.push_back(part);
+    }
+    i = j + 1;
+  }
+  std::string out;
+  for (const auto& p : parts) out += "/" + p;
+  return out.empty() ? "/" : out;
+}
+
+void make_dirs(const std::string& dir) {
+  for (std::size_t i = 1; i <= dir.size(); ++i) {
+    if (i != dir.size() && dir[i] != '/') continue;
+    std::string prefix = dir.substr(0, i);
+    if (::mkdir(prefix.c_str(), 0777) != 0 && errno != EEXIST) die("cannot create " + dir + ": " + std::strerror(errno));
+  }
+  if (!is_dir(dir)) die("cannot create " + dir + ": " + std::strerror(ENOTDIR));
+}
+
+volatile sig_atomic_t g_child = 0;
+
+extern "C" void forward(int sig) {
+  if (g_child > 0) ::kill(g_child, sig);
+}
+
+// Runs the command with every inherited descriptor left open: MPICH's Hydra passes each rank its
+// PMI connection as one (PMI_FD), and the rank started under `mpiexec ... attrcheck -- app` must
+// get it. Interrupts are passed on to the command (mpirun then stops its ranks).
+int run(const std::vector<std::string>& command, const std::map<std::string, std::string>& env) {
+  std::vector<std::string> entries;
+  for (const auto& [k, v] : env) entries.push_back(k + "=" + v);
+  std::vector<char*> envp, args;
+  for (auto& e : entries) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  for (const auto& a : command) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  struct sigaction sa {};
+  sa.sa_handler = forward;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+  pid_t pid;
+  int rc = ::posix_spawnp(&pid, args[0], nullptr, nullptr, args.data(), envp.data());
+  if (rc != 0) die("cannot run " + command[0] + ": " + std::strerror(rc));
+  g_child = pid;
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) die(std::string("cannot wait for the command: ") + std::strerror(errno));
+  }
+  g_child = 0;
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
+
+std::string library() {
+  std::string path = data_dir();
+  path = path.substr(0, path.rfind('/')) + "/libattrcheck.so";  // PREFIX/lib/libattrcheck.so
+  if (!exists(path)) die("the attrcheck library is missing: " + path);
+  return path;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  std::vector<std::string> command = parse(argc, argv, o);
+  std::string output = absolute(o.output);
+  std::vector<Suppression> suppressions;
+  try {  // before the run: a malformed file must not cost a whole job
+    if (!o.suppressions.empty()) suppressions = load_suppressions(o.suppressions);
+    if (!o.no_default_suppressions) {
+      auto defaults = default_suppressions();
+      suppressions.insert(suppressions.end(), defaults.begin(), defaults.end());
+    }
+  } catch (const ReportError& e) {
+    die(e.what());
+  }
+  const char* rank_env = nullptr;  // `mpirun ... attrcheck -- app`: one rank
+  for (const char* v : kRankEnv)
+    if (std::getenv(v) != nullptr) {
+      rank_env = std::getenv(v);
+      break;
+    }
+  bool inner = rank_env != nullptr;
+  make_dirs(output);
+  if (!inner) clean(output);  // a fresh run: an earlier run's per-rank reports must not be merged in
+
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e; ++e) {
+    const char* eq = std::strchr(*e, '=');
+    if (eq) env.emplace(std::string(*e, static_cast<std::size_t>(eq - *e)), eq + 1);
+  }
+  std::string preload = env.count("LD_PRELOAD") ? env["LD_PRELOAD"] : "";
+  env["LD_PRELOAD"] = library() + (preload.empty() ? "" : ":" + preload);
+  env["ATTRCHECK_MODE"] = o.mode;
+  env["ATTRCHECK_OUTPUT"] = output;
+  env["ATTRCHECK_ON_ERROR"] = o.on_error;
+  env["ATTRCHECK_STACK_DEPTH"] = o.stack_depth;
+  env["ATTRCHECK_PROVENANCE"] = o.provenance;
+  env["ATTRCHECK_RANK_SUMMARY"] = "0";  // the launcher prints the merged summary instead
+
+  int status = run(command, env);
+
+  Json merged;
+  try {
+    merged = merge_directory(output, command, inner ? std::nullopt : std::optional<int>(status), true, suppressions);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "attrcheck: error: %s\n", e.what());
+    return status ? status : 2;
+  }
+  std::vector<const Json*> gating = at_or_above(merged["findings"], o.fail_on);
+  if (inner) {
+    // Every rank merges what has finished so far; the one that completes the set prints.
+    long long rank = std::atoll(rank_env);
+    if (complete(merged) && claim_once(output, "summary")) std::fputs(summary_text(merged).c_str(), stderr);
+    bool mine = false;
+    for (const Json* f : gating)
+      if (const Json* ranks = member(*f, "ranks"); ranks && ranks->is_array())
+        for (const Json& r : *ranks) mine = mine || (is_int(&r) && r.get<long long>() == rank);
+    return status ? status : (mine ? 1 : 0);
+  }
+  if (merged["ranks"].empty() && o.mode != "off")
+    std::fprintf(stderr, "attrcheck: no reports were written to %s: did the command start an MPI program?\n",
+                 output.c_str());
+  std::fputs(summary_text(merged).c_str(), stderr);
+  std::fprintf(stderr, "attrcheck: report: %s/report.json\n", output.c_str());
+  if (status) {
+    std::fprintf(stderr, "attrcheck: the command failed with exit status %d\n", status);
+    return status;
+  }
+  return gating.empty() ? 0 : 1;
+}

@@ -1,0 +1,167 @@
+#include "report/outputs.hpp"
+
+#include "report/load.hpp"
+#include "report/merge.hpp"
+
+#include <algorithm>
+
+namespace attrcheck::reports {
+
+namespace {
+
+const char* const kSeverities[] = {"error", "warning", "info"};
+const Json kEmptyObject = Json::object();
+const Json kEmptyArray = Json::array();
+
+const Json& object_at(const Json& obj, const char* key) {
+  const Json* v = member(obj, key);
+  return v && v->is_object() ? *v : kEmptyObject;
+}
+
+const Json& array_at(const Json& obj, const char* key) {
+  const Json* v = member(obj, key);
+  return v && v->is_array() ? *v : kEmptyArray;
+}
+
+std::string value_text(const Json& obj, const char* key, const char* fallback) {
+  const Json* v = member(obj, key);
+  return v ? py_str(*v) : fallback;
+}
+
+// 0,1,2,5 -> 0-2,5
+std::string rank_ranges(const Json& ranks) {
+  std::vector<std::int64_t> r;
+  for (const Json& x : ranks)
+    if (is_int(&x)) r.push_back(x.get<std::int64_t>());
+  if (r.empty()) return "-";
+  std::string out;
+  std::size_t i = 0;
+  while (i < r.size()) {
+    std::size_t j = i;
+    while (j + 1 < r.size() && r[j + 1] == r[j] + 1) ++j;
+    if (!out.empty()) out += ",";
+    out += std::to_string(r[i]);
+    if (j > i) out += "-" + std::to_string(r[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+// Spawned jobs' ranks follow as 'job ID:0-1'.
+std::string ranks_text(const Json& f) {
+  std::string text_ = rank_ranges(array_at(f, "ranks"));
+  for (const Json& s : array_at(f, "spawned_ranks")) {
+    text_ = (text_ == "-" ? "" : text_ + " ") + "job " + value_text(s, "job", "None") + ":" +
+            rank_ranges(array_at(s, "ranks"));
+  }
+  return text_;
+}
+
+}  // namespace
+
+std::vector<const Json*> at_or_above(const Json& findings, const std::string& threshold) {
+  std::vector<const Json*> out;
+  if (threshold == "never" || !findings.is_array()) return out;
+  int limit = threshold == "error" ? 0 : threshold == "warning" ? 1 : 2;
+  for (const Json& f : findings) {
+    std::string s = text(f, "severity");
+    for (int i = 0; i <= limit; ++i)
+      if (s == kSeverities[i]) out.push_back(&f);
+  }
+  return out;
+}
+
+std::string frame_text(const Json& frame) {
+  if (truthy(frame, "file"))
+    return (truthy(frame, "function") ? text(frame, "function") : "?") + " (" + basename(text(frame, "file")) + ":" +
+           value_text(frame, "line", "0") + ")";
+  if (truthy(frame, "function")) return text(frame, "function");
+  std::string module = truthy(frame, "module") ? text(frame, "module") : "?";
+  return basename(module) + "+" + value_text(frame, "offset", "?");
+}
+
+const Json& stack_frames(const Json& report, const Json* stack_id) {
+  if (stack_id == nullptr) return kEmptyArray;
+  for (const Json& s : array_at(report, "stacks")) {
+    const Json* id = member(s, "id");
+    if (id && *id == *stack_id) return array_at(s, "frames");
+  }
+  return kEmptyArray;
+}
+
+std::string location(const Json& f) {
+  const Json& site = object_at(f, "site");
+  if (truthy(site, "file")) {
+    std::string fn = truthy(site, "function") ? text(site, "function") : truthy(site, "symbol") ? text(site, "symbol") : "?";
+    return fn + " (" + basename(text(site, "file")) + ":" + value_text(site, "line", "?") + ")";
+  }
+  if (truthy(site, "symbol")) return text(site, "symbol");
+  std::string module = basename(text(site, "module"));
+  if (module.empty()) module = "?";
+  return module + "+" + value_text(site, "offset", "?");
+}
+
+std::string summary_text(const Json& report) {
+  const Json& findings = array_at(report, "findings");
+  std::vector<std::string> lines;
+  Json s;
+  if (truthy(report, "summary") && report["summary"].is_object()) {
+    s = report["summary"];
+  } else {
+    s = Json::object();
+    for (const char* k : kSeverities) {
+      std::int64_t n = 0;
+      for (const Json& f : findings)
+        if (text(f, "severity") == k) n = add_sat(n, integer(f, "count", 1));
+      s[k] = n;
+    }
+  }
+  const Json& ranks = array_at(report, "ranks");
+  std::string suppressed = truthy(s, "suppressed") ? ", " + value_text(s, "suppressed", "0") + " suppressed" : "";
+  std::int64_t by_default = 0;
+  for (const Json& x : array_at(report, "suppressed"))
+    if (truthy(x, "default")) by_default = add_sat(by_default, integer(x, "count", 1));
+  if (by_default) suppressed += " (" + std::to_string(by_default) + " by default suppressions)";
+  lines.push_back("attrcheck: " + value_text(s, "error", "0") + " error(s), " + value_text(s, "warning", "0") +
+                  " warning(s), " + value_text(s, "info", "0") + " info" + suppressed + " in " +
+                  std::to_string(ranks.size()) + " rank report(s)");
+  for (const Json& r : ranks) {
+    const Json* status = member(r, "status");
+    if (status == nullptr || status->is_null() || (status->is_string() && *status == "finalized")) continue;
+    std::string sig = truthy(r, "signal") ? ", signal " + value_text(r, "signal", "0") : "";
+    std::string job = job_of(r);
+    lines.push_back("attrcheck: rank " + value_text(r, "rank", "None") + (job.empty() ? "" : " of spawned job " + job) +
+                    " ended " + py_str(*status) + sig);
+  }
+  if (!findings.empty()) {
+    std::vector<std::vector<std::string>> rows = {{"severity", "rule", "count", "ranks", "where", "message"}};
+    for (const Json& f : findings)
+      rows.push_back({text(f, "severity", "?"), text(f, "rule", "?"), value_text(f, "count", "1"), ranks_text(f),
+                      location(f), text(f, "message")});
+    std::size_t widths[5] = {0, 0, 0, 0, 0};
+    for (const auto& r : rows)
+      for (int i = 0; i < 5; ++i) widths[i] = std::max(widths[i], r[i].size());
+    for (const auto& r : rows) {
+      std::string line = " ";
+      for (int i = 0; i < 5; ++i) line += " " + r[i] + std::string(widths[i] - r[i].size(), ' ') + " ";
+      lines.push_back(line + " " + r[5]);
+    }
+  }
+  // Like a memory checker's "freed here / allocated here": where what each finding is about came from.
+  bool header = false;
+  for (const Json& f : findings) {
+    if (!truthy(f, "provenance") || !f["provenance"].is_array()) continue;
+    if (!header) lines.push_back("provenance:");
+    header = true;
+    lines.push_back("  " + value_text(f, "rule", "None") + " at " + location(f) + ":");
+    for (const Json& p : f["provenance"]) {
+      const Json& frames = stack_frames(report, member(p, "stack"));
+      lines.push_back("    " + value_text(p, "what", "None") + " at " + (frames.empty() ? "?" : frame_text(frames[0])));
+    }
+  }
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
+}  // namespace attrcheck::reports

@@ -1,0 +1,46 @@
+"""What the tests need to know about a run directory's files (the programs read them; the tests
+check them): which files a run wrote, and which processes a merged report's findings are on.
+
+    report_files.rank_files(DIR)   -> [DIR/rank-0.json, ..., DIR/rank-3.journal]   (rank order)
+    report_files.processes(finding), report_files.process_of(rank_entry)  -> {(job, rank)}
+"""
+import glob
+import os
+
+# How a process names its files: rank-N (the job the user started), job-ID-rank-N (jobs started by
+# MPI_Comm_spawn), pid-N (before MPI_Init). A rank with a journal and no report was killed.
+_PATTERNS = ("rank-*", "job-*-rank-*", "pid-*")
+
+
+def rank_files(directory):
+    files = [p for pattern in _PATTERNS for p in glob.glob(os.path.join(directory, pattern + ".json"))]
+    reported = {os.path.splitext(p)[0] for p in files}
+    files += [p for pattern in _PATTERNS for p in glob.glob(os.path.join(directory, pattern + ".journal"))
+              if os.path.splitext(p)[0] not in reported]
+
+    def order(p):
+        name = os.path.basename(p)
+        kind = 0 if name.startswith("rank-") else 1 if name.startswith("job-") else 2
+        job, _, num = name.rsplit(".", 1)[0].rpartition("-")
+        return (kind, job if kind == 1 else "", int(num) if num.isdigit() else 0)
+
+    return sorted(files, key=order)
+
+
+def job_of(run):
+    """The spawned job a rank entry's process belongs to (None for the job the user started)."""
+    if not run.get("spawned"):
+        return None
+    return run.get("job") or f"pid{run.get('pid')}"
+
+
+def processes(f):
+    """The processes a merged finding happened on: (None, rank) for the job the user started,
+    (job, rank) for a spawned job's."""
+    return ({(None, r) for r in f.get("ranks", [])} |
+            {(s["job"], r) for s in f.get("spawned_ranks", []) for r in s.get("ranks", [])})
+
+
+def process_of(rank_entry):
+    """A merged report's rank entry as a process key (see `processes`)."""
+    return (job_of(rank_entry), rank_entry.get("rank"))
