@@ -59,12 +59,12 @@ __attribute__((noinline)) int capture_stack(void** frames, int max_depth, int sk
   return n;
 }
 
-StackDepot::StackDepot() {
-  // Warm up the unwinder once: loading it (and backtrace()'s first call, which loads libgcc)
-  // allocates.
+void warm_up_stack_capture() noexcept {
   void* frame[1];
   capture_stack(frame, 1, 0);
 }
+
+StackDepot::StackDepot() = default;
 
 namespace {
 std::uint64_t hash_frames(void* const* frames, int depth) noexcept {

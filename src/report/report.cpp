@@ -4,6 +4,7 @@
 #include "report/symbolize.hpp"
 
 #include <dlfcn.h>
+#include <sys/mman.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
+#include <new>
 
 namespace attrcheck {
 
@@ -274,6 +276,17 @@ std::uint64_t message_identity(const char* tmpl, const FindingInput& in) noexcep
 }
 }  // namespace
 
+FindingStore::FindingStore() noexcept {
+  void* p = ::mmap(nullptr, kCapacity * sizeof(Finding), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  entries_ = p == MAP_FAILED ? nullptr : static_cast<Finding*>(p);
+}
+
+FindingStore::~FindingStore() {
+  if (!entries_) return;
+  for (std::size_t i = 0, n = size(); i < n; ++i) entries_[i].~Finding();
+  ::munmap(entries_, kCapacity * sizeof(Finding));
+}
+
 void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcept {
   const RuleInfo& info = rule_info(in.rule);
   const std::uint64_t message_hash = message_identity(info.message, in);
@@ -301,12 +314,12 @@ void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcep
     }
   }
   const std::size_t slot = used_.load(std::memory_order_relaxed);
-  if (slot >= kCapacity) {
+  if (slot >= kCapacity || !entries_) {
     busy_.store(false, std::memory_order_release);
     dropped_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  Finding& f = entries_[slot];
+  Finding& f = *new (&entries_[slot]) Finding;  // plain stores into the mapping: signal-safe
   f.rule = in.rule;
   f.site = in.site;
   f.site_is_entry = in.site_is_entry;

@@ -121,6 +121,14 @@ class FindingStore {
  public:
   static constexpr std::size_t kCapacity = 1024;
 
+  // The entries (~2.4 MiB) are mapped, not allocated: a page is touched only when a finding lands
+  // on it, so the many processes the library is preloaded into without ever reporting anything
+  // (mpirun, shells, a clean rank) do not pay for zeroing them at load time.
+  FindingStore() noexcept;
+  ~FindingStore();
+  FindingStore(const FindingStore&) = delete;
+  FindingStore& operator=(const FindingStore&) = delete;
+
   // Frames recorded per stack (0: none); set once at start-up (ATTRCHECK_STACK_DEPTH).
   void set_stack_depth(int depth) noexcept { stack_depth_ = depth < 0 ? 0 : depth > kStackFrames ? kStackFrames : depth; }
   int stack_depth() const noexcept { return stack_depth_; }
@@ -153,7 +161,7 @@ class FindingStore {
   std::atomic<Journal*> journal_{nullptr};
   std::atomic<const SymbolTable*> symbols_{nullptr};
 
-  Finding entries_[kCapacity];
+  Finding* entries_;  // kCapacity entries, each constructed when its slot is claimed; null if unmapped
   std::atomic<std::size_t> used_{0};
   std::atomic<bool> busy_{false};
   std::atomic<std::uint64_t> dropped_{0};

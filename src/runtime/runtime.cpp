@@ -150,6 +150,7 @@ void on_fatal_signal(int sig, siginfo_t* info, void* context) {
 }
 
 void install_signal_handlers() {
+  warm_up_stack_capture();  // the fatal-signal handler's finding captures a stack
   for (std::size_t i = 0; i < sizeof kFatalSignals / sizeof kFatalSignals[0]; ++i) {
     struct sigaction sa{};
     sa.sa_sigaction = on_fatal_signal;
