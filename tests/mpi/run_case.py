@@ -14,6 +14,8 @@ A case is a C, C++ or Fortran program whose first comment lines (// or !) say wh
   // expect-everywhere: keyval.leak              the rule is reported on every one of them
   // expect-message: RULE TEXT                   some RULE finding's message contains TEXT (repeatable)
   // expect-where: RULE FUNCTION                 every RULE finding's site is symbolized to FUNCTION
+  // expect-at: RULE FILE:LINE                   some RULE finding's site (or a frame of its stack)
+                                               is symbolized to FILE:LINE (FILE: the base name)
   // env: NAME=VALUE ...                         extra environment for the run under attrcheck
   // skip-on LIBRARY: REASON                     the case cannot run on that library (ctest: skipped)
   // native: error-classes                       a native run's "error-class SITUATION CLASS" lines
@@ -61,10 +63,20 @@ import mpi_config  # noqa: E402
 TIMEOUT = 120
 
 
+def finding_places(finding, stacks):
+    """'file.f90:12' for the finding's site and each symbolized frame of its stack and its
+    provenance's stacks (`stacks`: the report's depot, id -> frames)."""
+    frames = [finding.get("site") or {}]
+    ids = [finding.get("stack")] + [p.get("stack") for p in finding.get("provenance") or []]
+    for i in ids:
+        frames += stacks.get(i, [])
+    return [f"{os.path.basename(f['file'])}:{f['line']}" for f in frames if f.get("file") and f.get("line")]
+
+
 def header(source):
     spec = {"np": 2, "modes": ["shadow", "emulate"], "expect": [], "clean": False, "exit": "0", "native": None,
             "env": {}, "divergence": [], "expect_unless": [], "status": None,
-            "processes": None, "everywhere": [], "messages": [], "where": [], "skip_on": {}}
+            "processes": None, "everywhere": [], "messages": [], "where": [], "at": [], "skip_on": {}}
     with open(source) as f:
         for line in f:
             line = line.strip()
@@ -106,6 +118,9 @@ def header(source):
             elif body.startswith("expect-where:"):
                 rule, function = body.split(":", 1)[1].split()
                 spec["where"].append((rule, function))
+            elif body.startswith("expect-at:"):
+                rule, at = body.split(":", 1)[1].split()
+                spec["at"].append((rule, at))
             elif body.startswith("skip-on "):
                 library, _, reason = body[len("skip-on "):].partition(":")
                 spec["skip_on"][library.strip()] = reason.strip()
@@ -218,6 +233,11 @@ def main():
         sites = [(f.get("site") or {}).get("function") for f in merged["findings"] if f["rule"] == rule]
         if not sites or any(s != function for s in sites):
             failures.append(f"{rule} should be at {function}, is at {sites}")
+    for rule, at in spec["at"]:
+        stacks = {st["id"]: st["frames"] for st in merged.get("stacks") or []}
+        places = [place for f in merged["findings"] if f["rule"] == rule for place in finding_places(f, stacks)]
+        if at not in places:
+            failures.append(f"{rule} should be at {at}, is at {sorted(set(places))}")
     if spec["exit"] == "signal" and not any(r.get("status") == "signal" for r in merged.get("ranks", [])):
         failures.append("no rank report says it ended by a signal")
 
