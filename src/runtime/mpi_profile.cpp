@@ -27,7 +27,8 @@ constexpr KnownDivergence kDivergences[] = {
 
 const KnownDivergence* known_divergence(DivergenceSite site, const char* call) noexcept {
   for (const KnownDivergence& d : kDivergences)
-    if (d.library == kBuiltLibrary && d.site == site && call && !strcasecmp(d.call, call)) return &d;  // (Fortran: MPI_COMM_FREE)
+    if (d.library == kBuiltLibrary && d.site == site && call && (!std::strcmp(d.call, "*") || !strcasecmp(d.call, call)))
+      return &d;  // (Fortran: MPI_COMM_FREE)
   return nullptr;
 }
 

@@ -87,6 +87,7 @@ enum class DivergenceSite : unsigned char {
   SelfDeleteOrder,   // MPI_Finalize ran MPI_COMM_SELF's delete callbacks out of order
   ResultDiffers,     // the library succeeded where the standard's model failed on a callback
   DroppedAttribute,  // a call that failed on a delete callback dropped the attribute anyway
+  WrongHandle,       // the library passed a callback another object's handle
   Unclassified,      // anything else (values, answers): never a known divergence
 };
 
@@ -100,8 +101,8 @@ struct KnownDivergence {
   const char* standard;   // what the standard says (where)
 };
 
-// The built library's known divergence for a difference seen at `site` during `call`, or
-// nullptr (then it is a divergence nobody has recorded: reported all the same).
+// The built library's known divergence for a difference seen at `site` during `call` (a
+// divergence whose call is "*" is seen during any call), or nullptr (then it is a divergence nobody has recorded: reported all the same).
 const KnownDivergence* known_divergence(DivergenceSite site, const char* call) noexcept;
 
 // Checks, once MPI runs, that MPI_Get_library_version names the library attrcheck was built

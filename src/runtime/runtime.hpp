@@ -50,6 +50,7 @@ struct Observation {
   int flag;
   std::uint64_t value_out;
   bool used;
+  MPI_Fint fortran_object = 0;  // a Fortran callback's handle as the library passed it
 };
 
 // A list that keeps its first N elements inline: the usual forwarded call sees a callback or
@@ -232,8 +233,8 @@ MPI_Fint fortran_handle(ObjectKind kind, Handle h) noexcept;
 // Callback plumbing (callbacks.cpp).
 CallbackInvoker* new_invoker();  // the engine's: runs user callbacks, or replays the library's runs
 const char* current_call_name() noexcept;  // the intercepted call on this thread, for findings
-void* trampoline_copy(ObjectKind kind) noexcept;
-void* trampoline_delete(ObjectKind kind) noexcept;
+void* trampoline_copy(ObjectKind kind, Binding lang = Binding::C) noexcept;
+void* trampoline_delete(ObjectKind kind, Binding lang = Binding::C) noexcept;
 // Callbacks running on this thread: the frames from t_cb_top (fast_path.hpp).
 bool in_callback_for_slow(ObjectKind kind, Handle h) noexcept;
 bool in_teardown_callback_slow() noexcept;

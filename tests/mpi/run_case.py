@@ -15,7 +15,9 @@ A case is a C, C++ or Fortran program whose first comment lines (// or !) say wh
   // expect-message: RULE TEXT                   some RULE finding's message contains TEXT (repeatable)
   // expect-where: RULE FUNCTION                 every RULE finding's site is symbolized to FUNCTION
   // expect-at: RULE FILE:LINE                   some RULE finding's site (or a frame of its stack)
-                                               is symbolized to FILE:LINE (FILE: the base name)
+                                               is symbolized to FILE:LINE (FILE: the base name;
+                                               LINE or FIRST-LAST: a callback's entry address
+                                               maps to one of its lines, as the compiler chose)
   // env: NAME=VALUE ...                         extra environment for the run under attrcheck
   // skip-on LIBRARY: REASON                     the case cannot run on that library (ctest: skipped)
   // native: error-classes                       a native run's "error-class SITUATION CLASS" lines
@@ -71,6 +73,14 @@ def finding_places(finding, stacks):
     for i in ids:
         frames += stacks.get(i, [])
     return [f"{os.path.basename(f['file'])}:{f['line']}" for f in frames if f.get("file") and f.get("line")]
+
+
+def at_matches(at, place):
+    """expect-at's FILE:LINE or FILE:FIRST-LAST against a symbolized 'file:line'."""
+    file, _, lines = at.rpartition(":")
+    pfile, _, pline = place.rpartition(":")
+    first, _, last = lines.partition("-")
+    return file == pfile and int(first) <= int(pline) <= int(last or first)
 
 
 def header(source):
@@ -236,7 +246,7 @@ def main():
     for rule, at in spec["at"]:
         stacks = {st["id"]: st["frames"] for st in merged.get("stacks") or []}
         places = [place for f in merged["findings"] if f["rule"] == rule for place in finding_places(f, stacks)]
-        if at not in places:
+        if not any(at_matches(at, place) for place in places):
             failures.append(f"{rule} should be at {at}, is at {sorted(set(places))}")
     if spec["exit"] == "signal" and not any(r.get("status") == "signal" for r in merged.get("ranks", [])):
         failures.append("no rank report says it ended by a signal")
