@@ -334,6 +334,9 @@ void divergence(const Call& call, const char* detail, bool has_keyval = false, i
 // Shadow mode, after a free the library and the model both failed: attributes the library
 // dropped all the same are dropped from the model (and reported).
 void follow_failed_free(const Call& call, ObjectKind kind, Handle h);
+// A C get the library answered with a pointer: whether the attribute was set from Fortran and the
+// library's pointer points at its value (both sides return their own copy's address).
+bool same_fortran_value(ObjectKind kind, Handle h, int engine_key, const void* value_out) noexcept;
 const char* object_name(ObjectKind kind, Handle h) noexcept;
 const char* kind_noun(ObjectKind kind) noexcept;  // "communicator", "datatype", "window"
 
