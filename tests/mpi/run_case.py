@@ -3,7 +3,7 @@
 
 A case is a C, C++ or Fortran program whose first comment lines (// or !) say what must happen:
   // attrcheck-test: np=2 modes=shadow,emulate
-  // expect: keyval.double-free keyval.leak     rules that must be reported
+  // expect: keyval.double-free keyval.leak     rules that must be reported (repeatable)
   // clean                                       no error or warning besides the expected rules
   // exit: 0 | nonzero | signal | without-finalize  how the program must end (default 0);
                                                without-finalize: what the library's launcher
@@ -104,7 +104,7 @@ def header(source):
                     elif key == "modes":
                         spec["modes"] = value.split(",")
             elif body.startswith("expect:"):
-                spec["expect"] = body.split(":", 1)[1].split()
+                spec["expect"] += body.split(":", 1)[1].split()
             elif body == "clean":
                 spec["clean"] = True
             elif body.startswith("exit:"):
