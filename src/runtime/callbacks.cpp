@@ -359,6 +359,15 @@ void value_divergence(const Replay& r, const char* which, std::uint64_t passed, 
   divergence(*r.call, d, true, user_key);
 }
 
+// A C copy callback of a Fortran-set attribute gets a pointer to the stored integer: the library
+// and the model each pass their own copy's address, so the integers are compared.
+bool same_pointee(const CopyCall& c, std::uint64_t library) noexcept {
+  if (c.lang != Binding::C || c.repr == Binding::C || !library || !c.value_in) return false;
+  const void* const lib = reinterpret_cast<const void*>(static_cast<std::uintptr_t>(library));
+  const void* const model = reinterpret_cast<const void*>(static_cast<std::uintptr_t>(c.value_in));
+  return std::memcmp(lib, model, c.repr == Binding::FortranAint ? sizeof(MPI_Aint) : sizeof(MPI_Fint)) == 0;
+}
+
 int replay_copy(Replay& r, const CopyCall& c, std::uint64_t* out, int* flag) {
   const KeyRecord* rec = record_for(c.keyval);
   if (rec && !rec->observed) {
@@ -369,7 +378,7 @@ int replay_copy(Replay& r, const CopyCall& c, std::uint64_t* out, int* flag) {
   for (Observation& o : r.seen) {
     if (o.used || !o.copy || o.object != c.old_object || o.engine_id != c.keyval) continue;
     o.used = true;
-    if (o.value_in != c.value_in)
+    if (o.value_in != c.value_in && !same_pointee(c, o.value_in))
       value_divergence(r, "copy", o.value_in, c.value_in, record_for(c.keyval) ? record_for(c.keyval)->user_id : c.keyval);
     *out = o.value_out;
     *flag = o.flag;

@@ -6,8 +6,9 @@
 ! one communicator: the standard's attribute interoperability examples (MPI-3.1 17.2.7) that
 ! mpi_f08 can express. C sets a pointer to an int, a pointer to a struct and the integer 17;
 ! Fortran's MPI_Comm_get_attr reads the addresses and 17. Fortran sets 42 and 2**40; C reads
-! pointers to MPI_Aint holding them. C deletes a Fortran-set attribute and frees a
-! Fortran-created keyval. Every call is correct: nothing may be reported, in either mode.
+! pointers to MPI_Aint holding them. A C copy callback run by a Fortran MPI_Comm_dup gets a
+! pointer to a Fortran-set value. C deletes a Fortran-set attribute and frees a Fortran-created
+! keyval. Every call is correct: nothing may be reported, in either mode.
 program f08_interop
   use mpi_f08
   implicit none
@@ -26,11 +27,16 @@ program f08_interop
     subroutine c_delete_and_free(comm, key) bind(C, name='c_delete_and_free')
       integer :: comm, key
     end subroutine
+    subroutine c_make_copying_key(key) bind(C, name='c_make_copying_key')
+      integer :: key
+    end subroutine
+    integer function c_copies_of_42() bind(C, name='c_copies_of_42')
+    end function
   end interface
-  integer :: rank, k1, k2, k3, f1, f2
+  integer :: rank, k1, k2, k3, f1, f2, ck
   integer(kind=MPI_ADDRESS_KIND) :: addr_val, addr_struct, get_val, get_struct, get_17, v1, v2
   logical :: flag1, flag2, flag3
-  type(MPI_Comm) :: comm
+  type(MPI_Comm) :: comm, dup
 
   call MPI_Init()
   call MPI_Comm_rank(MPI_COMM_WORLD, rank)
@@ -63,6 +69,17 @@ program f08_interop
   call MPI_Comm_get_attr(comm, f2, v2, flag2)
   if (rank == 0) print '(a,l2)', 'f08_interop: Fortran-set values read in Fortran', &
     flag1 .and. flag2 .and. v1 == 42 .and. v2 == int(2, kind=MPI_ADDRESS_KIND)**40
+
+  ! A C copy callback of a Fortran-set value: a pointer to the stored MPI_Aint; C-set copy 43.
+  call c_make_copying_key(ck)
+  call MPI_Comm_set_attr(comm, ck, 42_MPI_ADDRESS_KIND)
+  call MPI_Comm_dup(comm, dup)
+  call MPI_Comm_get_attr(dup, ck, v1, flag1)
+  if (rank == 0) print '(a,l2)', 'f08_interop: C copy callback of a Fortran-set value', &
+    c_copies_of_42() == 1 .and. flag1 .and. v1 == 43
+  call MPI_Comm_free(dup)
+  call MPI_Comm_delete_attr(comm, ck)
+  call MPI_Comm_free_keyval(ck)
 
   call MPI_Comm_delete_attr(comm, k1)
   call MPI_Comm_delete_attr(comm, k2)

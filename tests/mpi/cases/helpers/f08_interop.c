@@ -40,6 +40,24 @@ int c_get_fortran_set(MPI_Fint* fcomm, MPI_Fint* k1, MPI_Fint* k2) {
   return flag1 && flag2 && value1 && value2 && *value1 == 42 && *value2 == ((MPI_Aint)1 << 40);
 }
 
+/* A C keyval whose C copy callback meets a Fortran-set value: it gets a pointer to the stored
+ * MPI_Aint, and copies the value + 1 (an integer attribute, as C sets one). */
+static int copies_of_42 = 0;
+static int plus_one_copy(MPI_Comm comm, int key, void* extra, void* in, void* out, int* flag) {
+  (void)comm; (void)key; (void)extra;
+  const MPI_Aint v = *(const MPI_Aint*)in;
+  copies_of_42 += v == 42;
+  *(void**)out = (void*)(v + 1);
+  *flag = 1;
+  return MPI_SUCCESS;
+}
+void c_make_copying_key(MPI_Fint* key) {
+  int k;
+  MPI_Comm_create_keyval(plus_one_copy, MPI_COMM_NULL_DELETE_FN, &k, NULL);
+  *key = k;
+}
+int c_copies_of_42(void) { return copies_of_42; }
+
 /* A C delete of a Fortran-set attribute, and a C free of a Fortran-created keyval. */
 void c_delete_and_free(MPI_Fint* fcomm, MPI_Fint* key) {
   MPI_Comm_delete_attr(MPI_Comm_f2c(*fcomm), *key);
