@@ -149,7 +149,6 @@ struct CopyCall {
   void* fn;
   std::uint64_t extra_state;
   std::uint64_t value_in;
-  Binding repr = Binding::C;  // how the value was set (as DeleteCall::repr)
 };
 
 // A delete callback invocation; `value` is in the callback's language, as for CopyCall.

@@ -1304,7 +1304,7 @@ struct Engine::Impl {
       std::uint64_t word = job.word;
       if (job.keyval && job.keyval->spec.copy.action == CopyAction::User) {
         const KeyvalSpec spec = job.keyval->spec;
-        const CopyCall call{kind, old_h, job.key, spec.lang, spec.copy.fn, spec.extra_state, job.value_in, repr};
+        const CopyCall call{kind, old_h, job.key, spec.lang, spec.copy.fn, spec.extra_state, job.value_in};
         lk.unlock();
         std::uint64_t out = 0;
         int flag = 0, rc = 0;

@@ -222,6 +222,33 @@ bool teardown_delete(ObjectKind kind, Handle object) noexcept {
 
 // ---- trampolines: what the library calls in shadow mode ----------------------------------------
 
+// A C copy callback of a Fortran-set attribute is handed a pointer to the stored integer (MPICH:
+// to a copy on its stack, gone by the time the run is replayed; the model: to its own cell). If
+// `in` points at the value the model holds, the run is recorded with the model's pointer, so the
+// replay compares like with like; else as passed.
+std::uint64_t as_model_pointer(ObjectKind kind, Handle old, int engine_id, const void* in) noexcept {
+  const std::uint64_t passed = reinterpret_cast<std::uintptr_t>(in);
+  if (!in) return passed;
+  Engine& e = *state().engine;
+  std::uint64_t c_word = 0, f_word = 0;
+  int found = 0;
+  if (!e.get_attr(kind, old, engine_id, Binding::C, &c_word, &found).ok() || !found || c_word == passed) return passed;
+  if (!e.get_attr(kind, old, engine_id, Binding::FortranAint, &f_word, &found).ok() || !found || f_word == c_word)
+    return passed;  // set from C: the model's C read is the value itself
+  const auto v = static_cast<std::int64_t>(f_word);
+  bool same;
+  if (v >= INT32_MIN && v <= INT32_MAX) {  // (an MPI_ATTR_PUT value: only 4 bytes may be there)
+    std::int32_t low;
+    std::memcpy(&low, in, sizeof low);
+    same = low == static_cast<std::int32_t>(v);
+  } else {
+    std::int64_t whole;
+    std::memcpy(&whole, in, sizeof whole);
+    same = whole == v;
+  }
+  return same ? c_word : passed;
+}
+
 template <ObjectKind K, typename Obj>
 int trampoline_copy_fn(Obj old, int key, void* extra, void* in, void* out, int* flag) {
   auto* rec = static_cast<KeyRecord*>(extra);
@@ -230,8 +257,9 @@ int trampoline_copy_fn(Obj old, int key, void* extra, void* in, void* out, int* 
                           reinterpret_cast<std::uintptr_t>(in), &value_out, flag, rec->engine_id.load());
   if (rc == MPI_SUCCESS && *flag) std::memcpy(out, &value_out, sizeof(void*));
   if (Replay* r = t_replay) {
-    r->seen.push_back(Observation{true, K, handle(old), rec->engine_id.load(std::memory_order_relaxed),
-                                  reinterpret_cast<std::uintptr_t>(in), rc, *flag, value_out, false});
+    const int engine_id = rec->engine_id.load(std::memory_order_relaxed);
+    r->seen.push_back(Observation{true, K, handle(old), engine_id, as_model_pointer(K, handle(old), engine_id, in), rc,
+                                  *flag, value_out, false});
   }
   return rc;
 }
@@ -359,15 +387,6 @@ void value_divergence(const Replay& r, const char* which, std::uint64_t passed, 
   divergence(*r.call, d, true, user_key);
 }
 
-// A C copy callback of a Fortran-set attribute gets a pointer to the stored integer: the library
-// and the model each pass their own copy's address, so the integers are compared.
-bool same_pointee(const CopyCall& c, std::uint64_t library) noexcept {
-  if (c.lang != Binding::C || c.repr == Binding::C || !library || !c.value_in) return false;
-  const void* const lib = reinterpret_cast<const void*>(static_cast<std::uintptr_t>(library));
-  const void* const model = reinterpret_cast<const void*>(static_cast<std::uintptr_t>(c.value_in));
-  return std::memcmp(lib, model, c.repr == Binding::FortranAint ? sizeof(MPI_Aint) : sizeof(MPI_Fint)) == 0;
-}
-
 int replay_copy(Replay& r, const CopyCall& c, std::uint64_t* out, int* flag) {
   const KeyRecord* rec = record_for(c.keyval);
   if (rec && !rec->observed) {
@@ -378,7 +397,7 @@ int replay_copy(Replay& r, const CopyCall& c, std::uint64_t* out, int* flag) {
   for (Observation& o : r.seen) {
     if (o.used || !o.copy || o.object != c.old_object || o.engine_id != c.keyval) continue;
     o.used = true;
-    if (o.value_in != c.value_in && !same_pointee(c, o.value_in))
+    if (o.value_in != c.value_in)
       value_divergence(r, "copy", o.value_in, c.value_in, record_for(c.keyval) ? record_for(c.keyval)->user_id : c.keyval);
     *out = o.value_out;
     *flag = o.flag;
