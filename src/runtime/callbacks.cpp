@@ -388,12 +388,6 @@ void value_divergence(const Replay& r, const char* which, std::uint64_t passed, 
 }
 
 int replay_copy(Replay& r, const CopyCall& c, std::uint64_t* out, int* flag) {
-  const KeyRecord* rec = record_for(c.keyval);
-  if (rec && !rec->observed) {
-    // Its callbacks ran unwrapped (Fortran): what they did is what the library now holds.
-    *flag = r.has_fresh && library_attr(c.kind, r.fresh, rec->user_id, out, rec->lang) ? 1 : 0;
-    return MPI_SUCCESS;
-  }
   for (Observation& o : r.seen) {
     if (o.used || !o.copy || o.object != c.old_object || o.engine_id != c.keyval) continue;
     o.used = true;
@@ -412,7 +406,6 @@ int replay_copy(Replay& r, const CopyCall& c, std::uint64_t* out, int* flag) {
 
 int replay_delete(Replay& r, const DeleteCall& c) {
   const KeyRecord* rec = record_for(c.keyval);
-  if (rec && !rec->observed) return MPI_SUCCESS;  // ran unwrapped (Fortran): not observable
   const int user_key = rec ? rec->user_id : c.keyval;
   if (r.has_ordered_object && c.object == r.ordered_object) {
     for (const Observation& o : r.seen) {

@@ -272,7 +272,6 @@ int on_create_keyval(const Call& call, void* copy_fn, void* delete_fn, int* keyv
   rec->delete_fn = spec.del.action == DeleteAction::User ? delete_fn : nullptr;
   rec->extra_state = extra_state;
   rec->lang = spec.lang;
-  rec->observed = true;  // shadow: the library runs user callbacks (C and Fortran) through trampolines
   rec->user_id = engine_id;
   rec->engine_id.store(engine_id, std::memory_order_release);
   if (r.mode == Mode::Emulate) {
@@ -282,7 +281,7 @@ int on_create_keyval(const Call& call, void* copy_fn, void* delete_fn, int* keyv
   // Shadow: the library gets trampolines for user callbacks (so every run is observed), C ones
   // the record as extra_state (Fortran ones the user's: they find the record by keyval);
   // predefined callbacks go to it unchanged.
-  const bool wrap = rec->observed && (rec->copy_fn || rec->delete_fn);
+  const bool wrap = rec->copy_fn || rec->delete_fn;
   if (wrap) {
     rc = forward(rec->copy_fn ? trampoline_copy(kind, spec.lang) : copy_fn,
                  rec->delete_fn ? trampoline_delete(kind, spec.lang) : delete_fn,

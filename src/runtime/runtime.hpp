@@ -36,7 +36,6 @@ struct KeyRecord {
   void* delete_fn = nullptr;
   std::uint64_t extra_state = 0;  // the pointer (C) or the integer (Fortran) the user gave
   Binding lang = Binding::C;      // the callbacks' language
-  bool observed = true;           // shadow: the library runs them through our trampolines
 };
 
 // A callback the library (shadow) or the engine (emulate) ran, as the trampoline saw it.
@@ -100,8 +99,6 @@ class InlineList {
 // mirror of that call from them (shadow mode): the engine never runs user code twice.
 struct Replay {
   const Call* call = nullptr;
-  Handle fresh = 0;            // dup: the new object (unobserved callbacks: ask the library)
-  bool has_fresh = false;
   bool lenient = false;        // missing / extra callbacks are expected (no divergence)
   Handle ordered_object = 0;   // delete callbacks on this object must come in the engine's order
   bool has_ordered_object = false;
