@@ -17,7 +17,7 @@ RANK_SCHEMA = "attrcheck.rank-report"
 JOURNAL_SCHEMA = "attrcheck.rank-journal"
 MERGED_SCHEMA = "attrcheck.report"
 SUPPORTED_MAJOR = 1
-VERSION = "1.1"
+VERSION = "1.2"
 SEVERITIES = ("error", "warning", "info")
 
 
@@ -493,13 +493,16 @@ def _addr2line(module, addresses):
 
 def symbolized(report):
     """Adds function, file and line to every site and stack frame whose module has them
-    (binutils' addr2line, one run per module); returns the report. Idempotent."""
+    (binutils' addr2line, one run per module); returns the report. Idempotent. Frames the rank
+    already symbolized in-process at MPI_Finalize (marked "symbolized", or carrying a function)
+    are left as they are."""
     if report.get("symbolized"):
         return report
     report["symbolized"] = True
     frames = [f["site"] for f in report.get("findings", []) if f.get("site")]
     for stack in report.get("stacks", []):
         frames.extend(stack.get("frames", []))
+    frames = [fr for fr in frames if not (fr.get("symbolized") or fr.get("function"))]
     wanted = {}
     for frame in frames:
         target = _addr2line_target(frame)

@@ -9,9 +9,12 @@ packages=(
   # MPICH beside it (ATTRCHECK_MPI=mpich): Debian's alternatives keep Open MPI the default
   # mpicc / mpirun (priority 50 against MPICH's 40); MPICH is mpicc.mpich, mpiexec.mpich.
   mpich libmpich-dev
+  # Boost.Stacktrace's libbacktrace backend names a report's frames in the rank at MPI_Finalize
+  # (header-only, over GCC's libbacktrace.a from libgcc-12-dev, which build-essential brings).
   libboost-stacktrace-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   binutils python3-jsonschema
+  libunwind8  # provenance stacks: dlopen'ed for unw_backtrace (src/engine/provenance.cpp)
   valgrind  # scripts/bench-callgrind.sh counts instructions per call with callgrind
   python3-mpi4py  # the default suppressions' test runs an mpi4py program
   chromium  # the HTML report's test opens it headless

@@ -1717,7 +1717,10 @@ TEST(SetAttrRan, InsertsWhenNothingWasSet) {
   EXPECT_EQ(r.deletes, 0);
 }
 
-TEST(SetAttrRan, RefusesAnythingButTheCallTheStandardRequiresAndChangesNothing) {
+// What set_attr_ran and delete_attr_ran both refuse, changing nothing: anything but exactly the
+// delete callback call the standard requires. apply(e, cursor, ran) makes the call.
+template <typename Apply>
+void expect_only_the_required_call(Apply apply) {
   Engine e;
   Rec r(nullptr, "k");
   KeyvalId k = make_key(e, user_spec(&r));
@@ -1730,19 +1733,25 @@ TEST(SetAttrRan, RefusesAnythingButTheCallTheStandardRequiresAndChangesNothing) 
   const std::uint64_t version = e.version();
   const RanDelete ok{kA, k, 1, 0};
   const RanDelete failed{kA, k, 1, 5}, other_value{kA, k, 9, 0}, other_object{kB, k, 1, 0}, other_key{kA, plain, 1, 0};
-  EXPECT_FALSE(e.set_attr_ran(c, Binding::C, 3, 0, nullptr));  // the delete callback must run
-  EXPECT_FALSE(e.set_attr_ran(c, Binding::C, 3, 0, &failed));
-  EXPECT_FALSE(e.set_attr_ran(c, Binding::C, 3, 0, &other_value));
-  EXPECT_FALSE(e.set_attr_ran(c, Binding::C, 3, 0, &other_object));
-  EXPECT_FALSE(e.set_attr_ran(c, Binding::C, 3, 0, &other_key));
-  EXPECT_FALSE(e.set_attr_ran(cp, Binding::C, 3, 0, &ok));     // nothing to run
-  EXPECT_FALSE(e.set_attr_ran(fresh, Binding::C, 3, 0, &ok));  // nothing set there
-  EXPECT_FALSE(e.set_attr_ran(SetCursor{}, Binding::C, 3, 0, nullptr));
+  EXPECT_FALSE(apply(e, c, nullptr));  // the delete callback must run
+  EXPECT_FALSE(apply(e, c, &failed));
+  EXPECT_FALSE(apply(e, c, &other_value));
+  EXPECT_FALSE(apply(e, c, &other_object));
+  EXPECT_FALSE(apply(e, c, &other_key));
+  EXPECT_FALSE(apply(e, cp, &ok));     // nothing to run
+  EXPECT_FALSE(apply(e, fresh, &ok));  // nothing set there
+  EXPECT_FALSE(apply(e, SetCursor{}, nullptr));
   EXPECT_EQ(e.version(), version);
   EXPECT_EQ(get_c(e, kComm, kA, k), 1u);
   EXPECT_EQ(get_c(e, kComm, kA, plain), 2u);
   EXPECT_FALSE(has_attr(e, kComm, kB, k));
-  EXPECT_TRUE(e.set_attr_ran(c, Binding::C, 3, 0, &ok));
+  EXPECT_TRUE(apply(e, c, &ok));
+}
+
+TEST(SetAttrRan, RefusesAnythingButTheCallTheStandardRequiresAndChangesNothing) {
+  expect_only_the_required_call([](Engine& e, const SetCursor& c, const RanDelete* ran) {
+    return e.set_attr_ran(c, Binding::C, 3, 0, ran);
+  });
 }
 
 TEST(SetAttrRan, AFortranSetValueIsNotComparedWithACCallbacksValue) {
@@ -1769,6 +1778,64 @@ TEST(SetAttrRan, ACursorHoldsOnlyWhileTheLayoutDoes) {
   EXPECT_FALSE(e.set_attr_ran(c, Binding::C, 2, 0, nullptr));
   SetCursor none;
   EXPECT_FALSE(e.find_set_cursor(kComm, kA, k, e.layout_version(), &none));  // freed object
+}
+
+// ---- delete_attr_ran: mirroring a delete whose callback ran elsewhere --------------------------
+
+TEST(DeleteAttrRan, DeletesAsDeleteAttrWouldWithoutCallingAnything) {
+  Watched w;
+  Engine& e = w.e;
+  Log log;
+  Rec r1(&log, "k1");
+  KeyvalId k1 = make_key(e, user_spec(&r1)), plain = make_key(e, plain_spec());
+  create(e, kComm, {kA});
+  set_all(e, kComm, kA, {{k1, 1}, {plain, 2}});
+  const std::uint64_t before = e.version();
+  const RanDelete ran{kA, k1, 1, 0};
+  std::uint64_t after = 0;
+  ASSERT_TRUE(e.delete_attr_ran(cursor_for(e, kComm, kA, k1), &ran, &after));
+  EXPECT_TRUE(log.empty());  // nothing called
+  EXPECT_TRUE(w.obs.events.empty());
+  EXPECT_FALSE(has_attr(e, kComm, kA, k1));
+  EXPECT_EQ(info_of(e, k1).attributes, 0u);
+  EXPECT_NE(after, before);
+  EXPECT_EQ(after, e.version());
+  // A keyval without a delete callback: nothing ran.
+  ASSERT_TRUE(e.delete_attr_ran(cursor_for(e, kComm, kA, plain), nullptr));
+  EXPECT_EQ(keys_of(e, kComm, kA), Keys{});
+  EXPECT_EQ(r1.deletes, 0);
+}
+
+TEST(DeleteAttrRan, RefusesAnythingButTheCallTheStandardRequiresAndChangesNothing) {
+  // (An absent attribute is refused too: delete_attr reports it.)
+  expect_only_the_required_call([](Engine& e, const SetCursor& c, const RanDelete* ran) {
+    return e.delete_attr_ran(c, ran);
+  });
+}
+
+TEST(DeleteAttrRan, ACursorHoldsOnlyWhileTheLayoutDoes) {
+  Engine e;
+  KeyvalId k = make_key(e, plain_spec()), other = make_key(e, plain_spec());
+  create(e, kComm, {kA});
+  ASSERT_EQ(e.set_attr(kComm, kA, k, Binding::C, 1), kOk);
+  const SetCursor c = cursor_for(e, kComm, kA, k);
+  ASSERT_EQ(e.free_keyval(kComm, &other), kOk);  // any layout change
+  EXPECT_FALSE(e.delete_attr_ran(c, nullptr));
+  EXPECT_TRUE(has_attr(e, kComm, kA, k));
+  EXPECT_TRUE(e.delete_attr_ran(cursor_for(e, kComm, kA, k), nullptr));
+}
+
+TEST(DeleteAttrRan, TheLastAttributeOfAFreedKeyvalDestroysIt) {
+  Engine e;
+  KeyvalId k = make_key(e, plain_spec());
+  const KeyvalId id = k;
+  create(e, kComm, {kA});
+  ASSERT_EQ(e.set_attr(kComm, kA, k, Binding::C, 1), kOk);
+  const SetCursor c = cursor_for(e, kComm, kA, k);
+  ASSERT_EQ(e.free_keyval(kComm, &k), kOk);
+  EXPECT_FALSE(e.delete_attr_ran(c, nullptr));  // freeing it moved the layout: the general way
+  ASSERT_EQ(e.delete_attr(kComm, kA, id), kOk);
+  EXPECT_TRUE(info_of(e, id).destroyed);
 }
 
 TEST(SetAttrRan, FindSetCursorRefusesWhatSetAttrRefuses) {

@@ -3,12 +3,20 @@
 
 #include <gtest/gtest.h>
 
+#include <execinfo.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <map>
 #include <thread>
 #include <vector>
+
+// provenance_nofp.cpp: `levels` frames built without frame pointers, rbp overwritten in each,
+// then leaf(arg).
+namespace provenance_nofp {
+int descend(int levels, int (*leaf)(void* arg), void* arg);
+}
 
 namespace {
 
@@ -46,6 +54,34 @@ __attribute__((noinline)) void capture_with_and_without_skip(void** a, int* na, 
 // ---------------------------------------------------------------------------------------------
 // capture_stack
 // ---------------------------------------------------------------------------------------------
+
+struct TwoStacks {
+  void* ours[kMaxStackDepth];
+  int n_ours;
+  void* reference[kMaxStackDepth + 8];
+  int n_reference;
+};
+
+// Captures the stack with capture_stack and with glibc's backtrace() (the reference: libgcc's
+// DWARF unwinder) from the same frame.
+__attribute__((noinline)) int capture_both(void* arg) {
+  auto* s = static_cast<TwoStacks*>(arg);
+  s->n_ours = capture_stack(s->ours, kMaxStackDepth, 0);
+  s->n_reference = backtrace(s->reference, kMaxStackDepth + 8);
+  asm volatile("" ::: "memory");
+  return 0;
+}
+
+TEST(CaptureStack, FramesWithoutFramePointersMatchTheDwarfUnwinder) {
+  TwoStacks s{};
+  provenance_nofp::descend(12, &capture_both, &s);
+  // Both start at capture_both (ours[0] and reference[0]: its two call sites); from its caller
+  // on, through the 13 frames of descend, they must be the same return addresses.
+  ASSERT_GE(s.n_ours, 14);
+  ASSERT_GE(s.n_reference, 14);
+  const int common = std::min(s.n_ours, s.n_reference);
+  for (int i = 1; i < common; ++i) EXPECT_EQ(s.ours[i], s.reference[i]) << "frame " << i;
+}
 
 TEST(CaptureStack, ReturnsAtLeastOneFrame) {
   void* frames[kMaxStackDepth] = {};

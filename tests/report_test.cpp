@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "render_report.hpp"
 #include "report/report.hpp"
 
 namespace attrcheck {
@@ -26,20 +27,6 @@ FindingInput input(Rule rule, const void* site, int keyval = -1, const char* det
   }
   in.detail = detail;
   return in;
-}
-
-// Renders through a pipe and parses the result.
-nlohmann::json render(const RunInfo& run, const FindingStore& store) {
-  char path[] = "/tmp/attrcheck-report-test-XXXXXX";
-  const int fd = mkstemp(path);
-  EXPECT_GE(fd, 0);
-  EXPECT_TRUE(render_json(fd, run, store));
-  close(fd);
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  unlink(path);
-  return nlohmann::json::parse(text.str());  // throws (fails the test) on invalid JSON
 }
 
 TEST(Findings, SameRuleSiteAndKeyvalIsOneFindingWithACount) {

@@ -4,7 +4,8 @@
 Without debug information addr2line names the nearest symbol before an address; in a stripped
 library (Debian's mpi4py and PETSc modules) that is often another function: a static function's
 code gets the exported one before it. attrcheck_report keeps a name only when the symbol's extent
-holds the address. Builds a small stripped library with cc to check it."""
+holds the address. Builds a small stripped library with cc to check it. Frames a rank already
+symbolized in-process are left alone."""
 import os
 import shutil
 import subprocess
@@ -63,6 +64,21 @@ class SymbolizeTest(unittest.TestCase):
 
     def test_a_return_address_inside_a_function_names_it(self):
         self.assertEqual(self.symbolize(self.site(self.third[0] + 8, entry=False)), ["exported_third"])
+
+    def test_frames_the_rank_symbolized_in_process_are_left_alone(self):
+        # Marked "symbolized" by the rank at MPI_Finalize (src/report/symbolize.hpp): kept as they
+        # are, even where nothing was found; a frame with a function is not looked up again.
+        named = dict(self.site(self.third[0]), function="named_by_the_rank", symbolized=True)
+        nothing_found = dict(self.site(self.first[0]), symbolized=True)
+        has_function = dict(self.site(self.first[0]), function="given")
+        plain = self.site(self.first[0])
+        frame = dict(self.site(self.third[0] + 8, entry=False), symbolized=True)
+        report = {"findings": [{"site": s} for s in (named, nothing_found, has_function, plain)],
+                  "stacks": [{"id": 1, "frames": [frame]}]}
+        reports.symbolized(report)
+        self.assertEqual([f["site"].get("function", "") for f in report["findings"]],
+                         ["named_by_the_rank", "", "given", "exported_first"])
+        self.assertNotIn("function", report["stacks"][0]["frames"][0])
 
 
 if __name__ == "__main__":

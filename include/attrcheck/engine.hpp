@@ -355,6 +355,13 @@ class Engine {
   // The cursor (find_set_cursor) names the object and keyval.
   bool set_attr_ran(const SetCursor& cursor, Binding from, std::uint64_t value, Origin origin,
                     const RanDelete* ran, std::uint64_t* version = nullptr);
+  // delete_attr for a delete the library made, whose delete callback (if the keyval has a user
+  // one: `ran`, else nullptr) already ran elsewhere; `cursor` from find_set_cursor for the same
+  // object and keyval. Like set_attr_ran, it only takes the plain case: the cursor still holds,
+  // no callbacks are running for the object, the attribute is there, and exactly the delete
+  // callback the standard requires ran, with the attribute's value, and succeeded. False: nothing
+  // changed (call delete_attr). *version (if given): version() right after the delete.
+  bool delete_attr_ran(const SetCursor& cursor, const RanDelete* ran, std::uint64_t* version = nullptr);
   // The object and keyval a set of (kind, handle, keyval) would use, for set_attr_ran; false when
   // set_attr would refuse the call (unknown or null object, invalid, freed or predefined keyval,
   // a keyval of another kind, finalized). `layout`: a layout_version() read before this call; the

@@ -1,6 +1,7 @@
 #include "report/report.hpp"
 
 #include "attrcheck/provenance.hpp"
+#include "report/symbolize.hpp"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -410,9 +411,20 @@ struct StackWalk {
     return id;
   }
 };
+// What the in-process pass found for a frame or site (symbolize.hpp): "function", "file" and
+// "line" where it found them, and "symbolized": true on every address it attempted, so that
+// attrcheck-report's pass leaves them alone.
+void render_symbol(FdWriter& w, const SymbolTable* table, const void* address, bool entry) noexcept {
+  const SymbolEntry* e = table && address ? table->find(lookup_pc(address, entry)) : nullptr;
+  if (!e) return;
+  if (e->function[0]) { w.raw(","); w.key("function"); w.str(e->function); }
+  if (e->file[0]) { w.raw(","); w.key("file"); w.str(e->file); w.raw(","); w.key("line"); w.num(e->line); }
+  w.raw(","); w.key("symbolized"); w.raw("true");
+}
+
 // One finding as a JSON object; `stack_id(stack)` is the id its stacks are written under.
 template <typename StackId>
-void render_finding(FdWriter& w, int rank, const Finding& f, StackId stack_id) noexcept {
+void render_finding(FdWriter& w, int rank, const Finding& f, const SymbolTable* symbols, StackId stack_id) noexcept {
   const RuleInfo& info = rule_info(f.rule);
   w.raw("{");
   w.key("rule"); w.str(info.id); w.raw(",");
@@ -449,6 +461,7 @@ void render_finding(FdWriter& w, int rank, const Finding& f, StackId stack_id) n
   // A callback's entry address names its function as is; a return address is symbolized at
   // the call before it.
   if (f.site_is_entry) { w.raw(","); w.key("entry"); w.raw("true"); }
+  render_symbol(w, symbols, f.site, f.site_is_entry);
   w.raw("}}");
 }
 
@@ -459,7 +472,9 @@ void render_stack(FdWriter& w, const FindingStore& store, int id, const StackRec
     if (i) w.raw(",");
     w.raw("{"); w.key("address"); w.hex(reinterpret_cast<std::uintptr_t>(s.frames[i].address)); w.raw(",");
     w.key("module"); w.str(store.module(s.frames[i].module)); w.raw(",");
-    w.key("offset"); w.hex(s.frames[i].offset); w.raw("}");
+    w.key("offset"); w.hex(s.frames[i].offset);
+    render_symbol(w, store.symbols(), s.frames[i].address, false);
+    w.raw("}");
   }
   w.raw("]}");
 }
@@ -509,7 +524,7 @@ bool render_json(int fd, const RunInfo& run, const FindingStore& store) noexcept
     w.raw(first ? "\n" : ",\n");
     first = false;
     const StackWalk walk{store};
-    render_finding(w, run.rank, f, [&](const StackRec& st) { return walk.id_of(st); });
+    render_finding(w, run.rank, f, store.symbols(), [&](const StackRec& st) { return walk.id_of(st); });
   }
   w.raw(first ? "],\n" : "\n],\n");
   // The stack depot: every distinct stack once, referenced by id from the findings.
@@ -550,7 +565,13 @@ void render_summary(int fd, const RunInfo& run, const FindingStore& store) noexc
     w.num(static_cast<long long>(f.count.load(std::memory_order_relaxed)));
     w.raw(": ");
     w.raw(f.message);
-    if (f.symbol[0]) {
+    const SymbolTable* symbols = store.symbols();
+    const SymbolEntry* named = symbols && f.site ? symbols->find(lookup_pc(f.site, f.site_is_entry)) : nullptr;
+    if (named && named->function[0]) {  // named in-process (symbolize.hpp)
+      w.raw("\n==attrcheck==       at ");
+      w.raw(named->function);
+      if (named->file[0]) { w.raw(" ("); w.raw(named->file); w.raw(":"); w.num(named->line); w.raw(")"); }
+    } else if (f.symbol[0]) {
       w.raw("\n==attrcheck==       at ");
       w.raw(f.symbol);
       if (f.module[0]) { w.raw(" ("); w.raw(f.module); w.raw(")"); }
@@ -674,7 +695,7 @@ void Journal::append(const FindingStore& store, std::size_t index) noexcept {
   FdWriter w(fd);
   w.raw("{"); w.key("seq"); w.num(static_cast<long long>(index)); w.raw(",");
   w.key("finding");
-  render_finding(w, -1, f, [&](const StackRec& s) {
+  render_finding(w, -1, f, store.symbols(), [&](const StackRec& s) {
     if (&s == &f.stack) return 1;
     for (int k = 0; k < f.provenance_count; ++k)
       if (&s == &f.provenance[k].stack) return 2 + k;

@@ -17,7 +17,7 @@
 namespace attrcheck {
 
 inline constexpr char kReportSchema[] = "attrcheck.rank-report";
-inline constexpr char kReportVersion[] = "1.1";
+inline constexpr char kReportVersion[] = "1.2";
 inline constexpr char kToolVersion[] = "0.1.0";
 
 // Builds text into a fixed buffer, truncating; no allocation (usable in signal handlers).
@@ -115,6 +115,7 @@ struct RunInfo {
 };
 
 class Journal;
+class SymbolTable;
 
 class FindingStore {
  public:
@@ -139,10 +140,18 @@ class FindingStore {
   std::uint64_t version() const noexcept { return version_.load(std::memory_order_acquire); }
   // Where each new finding is also appended as it is recorded (nullptr: nowhere).
   void set_journal(Journal* journal) noexcept { journal_.store(journal, std::memory_order_release); }
+  // Names for the findings' addresses, found in-process at the normal end (symbolize.hpp); the
+  // reports written after this carry them. Never freed once set (a signal handler may read it).
+  void set_symbols(const SymbolTable* table) noexcept {
+    symbols_.store(table, std::memory_order_release);
+    version_.fetch_add(1, std::memory_order_release);
+  }
+  const SymbolTable* symbols() const noexcept { return symbols_.load(std::memory_order_acquire); }
 
  private:
   void record_impl(const FindingInput& in, bool signal_safe) noexcept;
   std::atomic<Journal*> journal_{nullptr};
+  std::atomic<const SymbolTable*> symbols_{nullptr};
 
   Finding entries_[kCapacity];
   std::atomic<std::size_t> used_{0};

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "runtime/runtime.hpp"
+#include "runtime/throw_site.hpp"
 
 namespace attrcheck::rt {
 
@@ -66,12 +67,15 @@ void callback_detail(char* buf, std::size_t size, const char* what, const void* 
   a.put(tail);
 }
 
-// `engine_key`: the keyval's engine id, for its provenance (where it was created).
-void report_callback(Rule rule, const char* what, int keyval, const char* tail, const void* fn, int engine_key) {
+// `engine_key`: the keyval's engine id, for its provenance (where it was created); `first`: a
+// provenance stack to put before it (where an exception was thrown).
+void report_callback(Rule rule, const char* what, int keyval, const char* tail, const void* fn, int engine_key,
+                     const ProvenanceInput* first = nullptr) {
   char detail[320];
   callback_detail(detail, sizeof detail, what, fn, keyval, tail);
   FindingInput in;
   ProvenanceStorage storage;
+  if (first) in.provenance[in.provenance_count++] = *first;
   add_keyval_provenance(in, storage, engine_key, false);
   in.rule = rule;
   in.call = current_call_name();
@@ -81,6 +85,23 @@ void report_callback(Rule rule, const char* what, int keyval, const char* tail, 
   in.keyval = keyval;
   in.detail = detail;
   report(in);
+}
+
+// callback.exception: what was thrown, with the stack that threw it (throw_site.hpp) before the
+// keyval's creation. Called inside the catch handler.
+void report_exception(const CbFrame& frame, int engine_key) {
+  char thrown[160];
+  describe_current_exception(thrown, sizeof thrown);
+  char tail[220];
+  Appender a{tail, sizeof tail};
+  a.put(" threw ");
+  a.put(thrown);
+  a.put(" (caught by attrcheck; the call fails)");
+  ProvenanceInput where;
+  where.what = "exception thrown";
+  where.frames = throw_site_frames(&where.depth);
+  report_callback(Rule::CallbackException, frame.copy ? "copy callback" : "delete callback", frame.keyval, tail,
+                  frame.fn, engine_key, where.frames ? &where : nullptr);
 }
 
 }  // namespace
@@ -172,11 +193,11 @@ void report_callback_value(Rule rule, const char* what, int key, const char* pre
 template <typename Invoke>
 inline int run_guarded(CbFrame& frame, int engine_key, bool* threw, Invoke&& invoke) {
   CbGuard guard(frame);
+  throw_site_reset();
   try {
     return invoke();
   } catch (...) {
-    report_callback(Rule::CallbackException, frame.copy ? "copy callback" : "delete callback", frame.keyval,
-                    " threw a C++ exception (caught by attrcheck; the call fails)", frame.fn, engine_key);
+    report_exception(frame, engine_key);
     *threw = true;
     return MPI_ERR_OTHER;
   }

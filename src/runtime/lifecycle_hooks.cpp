@@ -1,6 +1,7 @@
 // The lifecycle hooks: MPI_Init, MPI_Finalize (the leak findings, the report) and MPI_Abort.
 #include <mutex>
 
+#include "report/symbolize.hpp"
 #include "runtime/hook_common.hpp"
 
 namespace attrcheck::rt {
@@ -98,6 +99,8 @@ int on_finalize(const Call& call, const FnRef<int()>& forward) {
   }
   r.phase.store(static_cast<int>(Phase::Finalized), std::memory_order_release);
   r.run.status.store("finalized");
+  // A normal end: the report's frames are named here, where their modules are loaded.
+  if (r.symbolize) symbolize_findings(r.findings);
   write_report();
   print_summary();
   return rc;

@@ -46,6 +46,11 @@ bool set_rank_summary(Runtime& r, const char* v) {
   if (!std::strcmp(v, "0")) return r.rank_summary = false, true;
   return false;
 }
+bool set_symbolize(Runtime& r, const char* v) {
+  if (!std::strcmp(v, "1")) return r.symbolize = true, true;
+  if (!std::strcmp(v, "0")) return r.symbolize = false, true;
+  return false;
+}
 bool set_provenance(Runtime& r, const char* v) {
   if (!std::strcmp(v, "stack")) return r.provenance_stacks = true, true;
   if (!std::strcmp(v, "site")) return r.provenance_stacks = false, true;
@@ -73,6 +78,7 @@ constexpr Flag kFlags[] = {
     {"ATTRCHECK_STACK_DEPTH", "0..16 frames per stack", set_stack_depth},
     {"ATTRCHECK_RANK_SUMMARY", "1 or 0: each rank prints its summary on stderr", set_rank_summary},
     {"ATTRCHECK_PROVENANCE", "stack or site: what keyval creations and frees record", set_provenance},
+    {"ATTRCHECK_SYMBOLIZE", "1 or 0: name the report's frames in the process at MPI_Finalize", set_symbolize},
     // Testing only: lower capacities, to test what happens at them (tool.limit) quickly.
     {"ATTRCHECK_MAX_KEYVALS", "1..4194304 keyvals the engine holds (testing)", set_max_keyvals},
     {"ATTRCHECK_MAX_OBJECTS", "1..4194304 objects the engine holds (testing)", set_max_objects},

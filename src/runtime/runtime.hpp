@@ -112,6 +112,7 @@ struct Runtime {
   char output_dir[900] = "attrcheck-out";
   bool rank_summary = true;  // each rank prints its own summary (the launcher turns it off)
   bool provenance_stacks = true;  // keyval create / free keep whole stacks (else the call site)
+  bool symbolize = true;  // name the report's frames in-process at MPI_Finalize (report/symbolize.hpp)
   std::uint32_t max_keyvals = 0, max_objects = 0;  // testing: lower engine capacities (0: its own)
 
   std::atomic<int> phase{static_cast<int>(Phase::BeforeInit)};

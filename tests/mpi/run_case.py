@@ -18,6 +18,13 @@ A case is a C, C++ or Fortran program whose first comment lines (// or !) say wh
                                                is symbolized to FILE:LINE (FILE: the base name;
                                                LINE or FIRST-LAST: a callback's entry address
                                                maps to one of its lines, as the compiler chose)
+  // expect-provenance: RULE FUNCTION:LINE WHAT  every RULE finding has a provenance stack WHAT (e.g.
+                                               "exception thrown") whose first frame is FUNCTION:LINE
+  // rank-symbolized: RULE FUNCTION FILE         in the rank reports as written (before any offline
+                                               symbolization), every RULE finding's site was named
+                                               in-process: FUNCTION in FILE, with a line, and so
+                                               was the first frame of each of its stacks
+  // rank-symbolized: none                       no rank report names any frame (no rank finalized)
   // env: NAME=VALUE ...                         extra environment for the run under attrcheck
   // skip-on LIBRARY: REASON                     the case cannot run on that library (ctest: skipped)
   // native: error-classes                       a native run's "error-class SITUATION CLASS" lines
@@ -83,10 +90,46 @@ def at_matches(at, place):
     return file == pfile and int(first) <= int(pline) <= int(last or first)
 
 
+def _named(frame, function, file):
+    return (frame.get("symbolized") is True and frame.get("function") == function
+            and os.path.basename(frame.get("file", "")) == file and frame.get("line", 0) > 0)
+
+
+def rank_symbolization_failures(out, want):
+    """What the rank reports on disk (not the merged report, which the launcher symbolized again)
+    say of in-process symbolization (src/report/symbolize.hpp): `want` is ["none"] or
+    [RULE, FUNCTION, FILE]."""
+    failures, seen = [], 0
+    for path in reports.rank_files(out):
+        data = reports.load(path)
+        stacks = {s["id"]: s.get("frames", []) for s in data.get("stacks", [])}
+        if want == ["none"]:
+            frames = [f.get("site", {}) for f in data["findings"]] + [fr for s in stacks.values() for fr in s]
+            named = [fr for fr in frames if "symbolized" in fr or "function" in fr]
+            if named:
+                failures.append(f"{path}: frames named in-process, expected none: {named[:3]}")
+            continue
+        rule, function, file = want
+        for f in data["findings"]:
+            if f["rule"] != rule:
+                continue
+            seen += 1
+            if not _named(f.get("site", {}), function, file):
+                failures.append(f"{path}: {rule} site not named {function} in {file} in-process: {f.get('site')}")
+            for ref in [f] + f.get("provenance", []):
+                frames = stacks.get(ref.get("stack"), [])
+                if frames and not (frames[0].get("symbolized") and frames[0].get("file") and frames[0].get("line")):
+                    failures.append(f"{path}: {rule} stack {ref.get('stack')} not named in-process: {frames[0]}")
+    if want != ["none"] and not seen:
+        failures.append(f"no rank report has a {want[0]} finding to check in-process symbolization on")
+    return failures
+
+
 def header(source):
     spec = {"np": 2, "modes": ["shadow", "emulate"], "expect": [], "clean": False, "exit": "0", "native": None,
             "env": {}, "divergence": [], "expect_unless": [], "status": None,
-            "processes": None, "everywhere": [], "messages": [], "where": [], "at": [], "skip_on": {}}
+            "processes": None, "everywhere": [], "messages": [], "where": [], "at": [], "provenance": [],
+            "skip_on": {}, "rank_symbolized": []}
     with open(source) as f:
         for line in f:
             line = line.strip()
@@ -131,6 +174,11 @@ def header(source):
             elif body.startswith("expect-at:"):
                 rule, at = body.split(":", 1)[1].split()
                 spec["at"].append((rule, at))
+            elif body.startswith("expect-provenance:"):
+                rule, at, what = body.split(":", 1)[1].strip().split(None, 2)
+                spec["provenance"].append((rule, at, what))
+            elif body.startswith("rank-symbolized:"):
+                spec["rank_symbolized"].append(body.split(":", 1)[1].split())
             elif body.startswith("skip-on "):
                 library, _, reason = body[len("skip-on "):].partition(":")
                 spec["skip_on"][library.strip()] = reason.strip()
@@ -248,6 +296,15 @@ def main():
         places = [place for f in merged["findings"] if f["rule"] == rule for place in finding_places(f, stacks)]
         if not any(at_matches(at, place) for place in places):
             failures.append(f"{rule} should be at {at}, is at {sorted(set(places))}")
+    stacks = {st["id"]: st.get("frames", []) for st in merged.get("stacks", [])}
+    for rule, at, what in spec["provenance"]:
+        for f in [f for f in merged["findings"] if f["rule"] == rule] or [{}]:
+            firsts = [(stacks.get(p.get("stack")) or [{}])[0] for p in f.get("provenance", []) if p.get("what") == what]
+            named = [f"{fr.get('function')}:{fr.get('line')}" for fr in firsts]
+            if at not in named:
+                failures.append(f"{rule} should have provenance '{what}' at {at}, has {named}")
+    for want in spec["rank_symbolized"]:
+        failures.extend(rank_symbolization_failures(out, want))
     if spec["exit"] == "signal" and not any(r.get("status") == "signal" for r in merged.get("ranks", [])):
         failures.append("no rank report says it ended by a signal")
 

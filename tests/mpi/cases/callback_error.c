@@ -2,6 +2,7 @@
 // expect: callback.error
 // divergence: comm-free-drops-attributes-on-failed-delete
 // expect-where: callback.error failing_delete
+// rank-symbolized: callback.error failing_delete callback_error.c
 // clean
 // exit: 0
 /* callback.error: a delete callback returns MPI_ERR_OTHER during MPI_Comm_free, so the free must

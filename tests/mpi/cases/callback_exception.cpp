@@ -1,5 +1,9 @@
 // attrcheck-test: np=2 modes=shadow,emulate
 // expect: callback.exception
+// expect-where: callback.exception throwing_copy
+// expect-provenance: callback.exception throwing_copy:23 exception thrown
+// expect-message: callback.exception threw std::runtime_error ("copy refused")
+// rank-symbolized: callback.exception throwing_copy callback_exception.cpp
 // clean
 // exit: 0
 /* callback.exception (C++): a copy callback throws std::runtime_error during MPI_Comm_dup. The

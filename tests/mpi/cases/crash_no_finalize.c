@@ -1,5 +1,7 @@
 // attrcheck-test: np=2 modes=shadow,emulate
 // expect: keyval.double-free
+// expect-where: keyval.double-free main
+// rank-symbolized: none
 // clean
 // exit: signal
 /* The report survives a crash: the program caches attributes, makes an erroneous call (a keyval

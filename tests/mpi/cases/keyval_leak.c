@@ -1,5 +1,6 @@
 // attrcheck-test: np=2 modes=shadow,emulate
 // expect: keyval.leak
+// rank-symbolized: keyval.leak main keyval_leak.c
 // clean
 // exit: 0
 /* keyval.leak: a keyval created and never freed (its attribute is deleted properly). */

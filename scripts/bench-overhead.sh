@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The README's overhead tables in one command (issue 12). For each MPI build present (build/:
+# Open MPI, build-mpich/: MPICH; scripts/build.sh and ATTRCHECK_MPI=mpich scripts/build.sh make
+# them): instructions per call of every operation and keyval configuration, natively and under
+# each mode (scripts/bench-callgrind.sh: machine-independent), and the same operations timed,
+# interleaved (scripts/bench-mpi.sh); then the whole-program table on the real clients
+# (scripts/bench-real.sh, Open MPI build). ROUNDS applies to the timed parts (default 5).
+# SKIP="real mpi" leaves parts out (callgrind, mpi, real).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export ROUNDS=${ROUNDS:-5}
+skip=" ${SKIP:-} "
+for build in build build-mpich; do
+  [ -x "$build/bench/mpi_attr_bench" ] || { echo "== $build: not built, skipped"; continue; }
+  library=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("library") or "")' \
+    "$build/lib/attrcheck/mpi-build.json" 2>/dev/null || true)
+  if [[ $skip != *" callgrind "* ]]; then
+    echo "== $build ${library}: instructions per call (callgrind)"
+    BUILD_DIR=$build bash scripts/bench-callgrind.sh
+  fi
+  if [[ $skip != *" mpi "* ]]; then
+    echo "== $build ${library}: time per call, $ROUNDS interleaved rounds"
+    BUILD_DIR=$build bash scripts/bench-mpi.sh
+  fi
+done
+if [[ $skip != *" real "* ]]; then
+  echo "== whole program (Open MPI build)"
+  BUILD_DIR=build bash scripts/bench-real.sh
+fi

@@ -1,0 +1,646 @@
+// Engine::Impl: the engine's state, its helpers (validation, storage, callbacks) and the
+// declarations of its operations, which live in keyvals.cpp, attributes.cpp (set, get, delete:
+// the hot paths), objects.cpp (create, dup, free) and finalize.cpp (finalize, introspection).
+// docs/engine.md is the contract; engine.cpp's opening comment the concurrency design.
+// Internal to src/engine/.
+#pragma once
+
+#include "engine_storage.hpp"
+
+namespace attrcheck {
+namespace engine_detail {}
+using namespace engine_detail;  // NOLINT: the engine's own internals, in its own files only
+
+struct Engine::Impl {
+  explicit Impl(const EngineConfig& c) : config(c) {
+    if (!config.invoker) {
+      owned_invoker = std::make_unique<NativeInvoker>();
+      config.invoker = owned_invoker.get();
+    }
+    Lock lk(mu_);
+    WriteSection ws(seq_);
+    map_.store(new_map(4), std::memory_order_release);
+  }
+
+  ~Impl() { delete map_.load(); }  // tables live in all_tables_, retired maps in retired_maps_
+
+  EngineConfig config;
+  std::unique_ptr<NativeInvoker> owned_invoker;
+
+  mutable SpinLock mu_;
+  std::atomic<std::uint64_t> seq_{0};
+  std::atomic<std::uint64_t> layout_{1};  // see Engine::layout_version()
+  std::atomic<bool> finalized_{false};
+
+  // Keyvals.
+  ChunkedArray<KeyvalSlot, 10, (1u << kSlotBits) / 1024> keyvals_;  // index = slot number (0 unused)
+  std::uint32_t keyval_slots_used_ = 1;
+  std::deque<std::uint32_t> destroyed_slots_;
+  PredefinedKeyval predefined_[kMaxPredefined];
+  std::atomic<std::uint32_t> predefined_count_{0};
+
+  // Objects.
+  ChunkedArray<ObjectSlot, 10, 4096> objects_;
+  std::uint32_t object_count_ = 0;
+  std::vector<std::uint32_t> free_object_slots_;
+  std::atomic<HandleMap*> map_{nullptr};
+  std::vector<std::unique_ptr<HandleMap>> retired_maps_;  // may still be read by a stale reader
+
+  // Attribute tables, pooled by log2(capacity): a table is never freed while the engine lives.
+  std::vector<AttrTable*> table_pool_[32];
+  std::vector<std::unique_ptr<AttrTable>> all_tables_;
+
+  // Fortran value cells.
+  ChunkedArray<Cell, 10, 4096> cells_;
+  std::uint32_t cell_count_ = 1;  // index 0 = none
+  std::vector<std::uint32_t> free_cells_;
+  std::size_t cells_in_use_ = 0;
+
+  // ---- helpers: keyvals -------------------------------------------------------------------
+
+  const PredefinedKeyval* find_predefined(KeyvalId id) const noexcept {
+    const std::uint32_t n = predefined_count_.load(std::memory_order_acquire);
+    for (std::uint32_t i = 0; i < n; ++i)
+      if (predefined_[i].id.load(std::memory_order_relaxed) == id) return &predefined_[i];
+    return nullptr;
+  }
+
+  // The slot a user keyval id lives in, whatever its state (nullptr if never allocated).
+  KeyvalSlot* slot_of(KeyvalId id) const noexcept {
+    if (id <= 0) return nullptr;
+    const std::uint32_t slot = static_cast<std::uint32_t>(id) & kSlotMask;
+    if (slot == 0) return nullptr;
+    return keyvals_.find(slot);
+  }
+
+  // Classifies a user keyval id (lock held). Ok: alive and not freed by the user.
+  Status classify_keyval(KeyvalId id, KeyvalSlot** out) const noexcept {
+    KeyvalSlot* k = slot_of(id);
+    if (!k) return Status::KeyvalUnknown;
+    const std::uint32_t gen = static_cast<std::uint32_t>(id) >> kSlotBits;
+    if (k->id.load(std::memory_order_relaxed) == id && k->state.load(std::memory_order_relaxed) != kKeyEmpty) {
+      *out = k;
+      return k->state.load(std::memory_order_relaxed) == kKeyAlive ? Status::Ok : Status::KeyvalFreed;
+    }
+    if (gen >= 1 && gen < k->generation) return Status::KeyvalFreed;
+    return Status::KeyvalUnknown;
+  }
+
+  // How an attribute call uses its keyval: set and delete refuse predefined keyvals; delete also
+  // accepts a keyval the user freed while attributes still use it (MPI_COMM_FREE_KEYVAL: "the
+  // remaining references need to be explicitly freed ... via calls to MPI_COMM_DELETE_ATTR").
+  enum class KeyUse : std::uint8_t { Get, Set, Delete };
+
+  // Keyval validation for attribute calls (lock held).
+  // (always_inline: set and delete take it on every call; GCC left it out of line.)
+  [[gnu::always_inline]] Status check_keyval(ObjectKind kind, KeyvalId id, KeyUse use, KeyvalSlot** user,
+                      const PredefinedKeyval** pre) const noexcept {
+    *user = nullptr;
+    *pre = nullptr;
+    const bool modify = use != KeyUse::Get;
+    if (id == config.keyval_invalid) return Status::KeyvalInvalid;
+    KeyvalSlot* k = nullptr;
+    Status s = classify_keyval(id, &k);
+    if (s == Status::KeyvalFreed && use == KeyUse::Delete && k &&
+        k->state.load(std::memory_order_relaxed) == kKeyFreed)
+      s = Status::Ok;  // freed by the user, still alive through its attributes
+    if (s != Status::Ok) {
+      // Predefined ids are never engine ids (create_keyval skips them): only now look them up.
+      if (const PredefinedKeyval* p = find_predefined(id)) {
+        if (p->kind.load(std::memory_order_relaxed) != static_cast<std::uint8_t>(kind))
+          return Status::KeyvalKindMismatch;
+        if (modify) return Status::KeyvalPredefined;
+        *pre = p;
+        return Status::Ok;
+      }
+      return s;
+    }
+    if (k->spec.kind != kind) return Status::KeyvalKindMismatch;
+    *user = k;
+    return Status::Ok;
+  }
+
+  void unref_keyval(KeyvalSlot* k) {
+    if (k->state.load(std::memory_order_relaxed) == kKeyFreed && k->attributes == 0 && k->pins == 0) {
+      WriteSection ws(seq_, &layout_);
+      k->state.store(kKeyDestroyed, std::memory_order_relaxed);
+      destroyed_slots_.push_back(static_cast<std::uint32_t>(k->id.load(std::memory_order_relaxed)) & kSlotMask);
+    }
+  }
+
+  // ---- helpers: objects -------------------------------------------------------------------
+
+  static HandleMap* new_map(std::uint32_t log2cap) { return new HandleMap(log2cap); }
+
+  // Lock held. Ok with *slot set, or ObjectNull / ObjectUnknown.
+  Status find_object(ObjectKind kind, Handle h, std::uint32_t* slot) const noexcept {
+    if (h == config.null_handle[static_cast<int>(kind)]) return Status::ObjectNull;
+    const std::uint32_t s = map_.load(std::memory_order_relaxed)->find(kind, h);
+    if (s == UINT32_MAX) return Status::ObjectUnknown;
+    *slot = s;
+    return Status::Ok;
+  }
+
+  ObjectSlot* object(std::uint32_t slot) noexcept { return objects_.get(slot); }
+
+  std::uint32_t register_object(ObjectKind kind, Handle h, std::uint8_t flags, Origin origin) {
+    std::uint32_t slot;
+    if (config.max_objects && object_count_ - free_object_slots_.size() >= config.max_objects) return UINT32_MAX;
+    if (!free_object_slots_.empty()) {
+      slot = free_object_slots_.back();
+      free_object_slots_.pop_back();
+    } else {
+      if (object_count_ >= decltype(objects_)::kCapacity) return UINT32_MAX;
+      slot = object_count_++;
+    }
+    ObjectSlot* o = objects_.get(slot);
+    o->index = slot;
+    o->handle = h;
+    o->kind = kind;
+    o->flags = flags;
+    o->live = true;
+    o->mutating = nullptr;
+    o->created_at = origin;
+    o->next_order = 1;
+
+    HandleMap* m = map_.load(std::memory_order_relaxed);
+    WriteSection ws(seq_, &layout_);
+    if ((m->count + 1) * 2 > m->mask + 1) {
+      HandleMap* bigger = new_map(64 - m->shift + 1);
+      for (std::uint32_t i = 0; i <= m->mask; ++i) {
+        const std::uint32_t tag = m->entries[i].tag.load(std::memory_order_relaxed);
+        if (tag) map_insert(bigger, m->entries[i].handle.load(std::memory_order_relaxed), tag);
+      }
+      map_.store(bigger, std::memory_order_release);
+      retired_maps_.emplace_back(m);
+      m = bigger;
+    }
+    map_insert(m, h, HandleMap::tag_of(kind, slot));
+    return slot;
+  }
+
+  static void map_insert(HandleMap* m, Handle h, std::uint32_t tag) noexcept {
+    const auto kind = static_cast<ObjectKind>((tag & 3) - 1);
+    std::uint32_t i = m->home(kind, h);
+    while (m->entries[i].tag.load(std::memory_order_relaxed) != 0) i = (i + 1) & m->mask;
+    m->entries[i].handle.store(h, std::memory_order_relaxed);
+    m->entries[i].tag.store(tag, std::memory_order_relaxed);
+    ++m->count;
+  }
+
+  // Removes the object from the handle map and returns its storage to the pools (lock held).
+  void unregister_object(std::uint32_t slot) {
+    ObjectSlot* o = objects_.get(slot);
+    HandleMap* m = map_.load(std::memory_order_relaxed);
+    WriteSection ws(seq_, &layout_);
+    std::uint32_t hole = 0;
+    if (m->find(o->kind, o->handle, &hole) != UINT32_MAX) {
+      // Backward-shift deletion keeps every probe sequence unbroken.
+      std::uint32_t j = hole;
+      for (;;) {
+        j = (j + 1) & m->mask;
+        const std::uint32_t tag = m->entries[j].tag.load(std::memory_order_relaxed);
+        if (tag == 0) break;
+        const Handle hj = m->entries[j].handle.load(std::memory_order_relaxed);
+        const std::uint32_t k = m->home(static_cast<ObjectKind>((tag & 3) - 1), hj);
+        const bool stays = (hole <= j) ? (hole < k && k <= j) : (hole < k || k <= j);
+        if (stays) continue;
+        m->entries[hole].handle.store(hj, std::memory_order_relaxed);
+        m->entries[hole].tag.store(tag, std::memory_order_relaxed);
+        hole = j;
+      }
+      m->entries[hole].tag.store(0, std::memory_order_relaxed);
+      --m->count;
+    }
+    if (AttrTable* t = o->table.load(std::memory_order_relaxed)) {
+      for (std::uint32_t i = 0; i <= t->mask; ++i) {
+        if (t->recs[i].key.load(std::memory_order_relaxed) != kEmptyKey) release_cell(t->recs[i]);
+        t->recs[i].clear();
+      }
+      t->count = 0;
+      o->table.store(nullptr, std::memory_order_relaxed);
+      table_pool_[32 - t->shift].push_back(t);
+    }
+    o->live = false;
+    free_object_slots_.push_back(slot);
+  }
+
+  // ---- helpers: attribute tables -----------------------------------------------------------
+
+  AttrTable* take_table(std::uint32_t log2cap) {
+    auto& pool = table_pool_[log2cap];
+    if (!pool.empty()) {
+      AttrTable* t = pool.back();
+      pool.pop_back();
+      return t;
+    }
+    all_tables_.push_back(std::make_unique<AttrTable>(log2cap));
+    return all_tables_.back().get();
+  }
+
+  static AttrRec* find_attr(AttrTable* t, KeyvalId key) noexcept {
+    if (!t) return nullptr;
+    std::uint32_t i = t->home(key);
+    for (std::uint32_t n = 0; n <= t->mask; ++n, i = (i + 1) & t->mask) {
+      const KeyvalId k = t->recs[i].key.load(std::memory_order_relaxed);
+      if (k == key) return &t->recs[i];
+      if (k == kEmptyKey) return nullptr;
+    }
+    return nullptr;
+  }
+
+  // A free record for `key` in the object's table, growing it if needed (inside a WriteSection).
+  AttrRec* insert_slot(ObjectSlot* o, KeyvalId key) {
+    AttrTable* t = o->table.load(std::memory_order_relaxed);
+    if (!t || (t->count + 1) * 4 > t->capacity() * 3) {
+      const std::uint32_t log2cap = t ? 32 - t->shift + 1 : 2;
+      AttrTable* bigger = take_table(log2cap);
+      if (t) {
+        for (std::uint32_t i = 0; i <= t->mask; ++i) {
+          if (t->recs[i].key.load(std::memory_order_relaxed) == kEmptyKey) continue;
+          AttrRec* dst = probe_empty(bigger, t->recs[i].key.load(std::memory_order_relaxed));
+          dst->copy_from(t->recs[i]);
+          t->recs[i].clear();
+        }
+        bigger->count = t->count;
+        t->count = 0;
+        table_pool_[32 - t->shift].push_back(t);
+      }
+      o->table.store(bigger, std::memory_order_release);
+      t = bigger;
+    }
+    ++t->count;
+    return probe_empty(t, key);
+  }
+
+  // Gives an empty object a table that holds `n` attributes without growing.
+  void reserve(ObjectSlot* o, std::uint32_t n) {
+    if (n == 0 || o->table.load(std::memory_order_relaxed)) return;
+    std::uint32_t log2cap = 2;
+    while ((n + 1) * 4 > (1u << log2cap) * 3) ++log2cap;
+    WriteSection ws(seq_);
+    o->table.store(take_table(log2cap), std::memory_order_release);
+  }
+
+  static AttrRec* probe_empty(AttrTable* t, KeyvalId key) noexcept {
+    std::uint32_t i = t->home(key);
+    while (t->recs[i].key.load(std::memory_order_relaxed) != kEmptyKey) i = (i + 1) & t->mask;
+    return &t->recs[i];
+  }
+
+  // Removes a record (inside a WriteSection), with backward-shift deletion.
+  void erase_attr(ObjectSlot* o, AttrRec* rec) {
+    AttrTable* t = o->table.load(std::memory_order_relaxed);
+    release_cell(*rec);
+    std::uint32_t hole = static_cast<std::uint32_t>(rec - t->recs.get());
+    std::uint32_t j = hole;
+    for (;;) {
+      j = (j + 1) & t->mask;
+      const KeyvalId kj = t->recs[j].key.load(std::memory_order_relaxed);
+      if (kj == kEmptyKey) break;
+      const std::uint32_t k = t->home(kj);
+      const bool stays = (hole <= j) ? (hole < k && k <= j) : (hole < k || k <= j);
+      if (stays) continue;
+      t->recs[hole].copy_from(t->recs[j]);
+      hole = j;
+    }
+    t->recs[hole].clear();
+    --t->count;
+  }
+
+  Cell* cell_at(std::uint32_t index) const noexcept { return index ? cells_.find(index) : nullptr; }
+
+  // Stores value/repr into a record (inside a WriteSection), allocating a cell for Fortran reprs.
+  // The record becomes the object's newest.
+  bool fill(ObjectSlot* o, AttrRec* rec, KeyvalId key, Binding repr, std::uint64_t word, bool predefined,
+            Origin origin) {
+    std::uint32_t cell = 0;
+    if (repr != Binding::C) {
+      if (!free_cells_.empty()) {
+        cell = free_cells_.back();
+        free_cells_.pop_back();
+      } else {
+        if (cell_count_ >= decltype(cells_)::kCapacity) return false;
+        cell = cell_count_++;
+      }
+      Cell* c = cells_.get(cell);
+      c->aint.store(static_cast<std::int64_t>(word), std::memory_order_relaxed);
+      c->low.store(static_cast<std::int32_t>(word), std::memory_order_relaxed);
+      ++cells_in_use_;
+    }
+    rec->key.store(key, std::memory_order_relaxed);
+    store_value(o, rec, static_cast<std::uint32_t>(repr) | (predefined ? kMetaPredefined : 0u) | (cell << kMetaCellShift),
+                word, origin);
+    return true;
+  }
+
+  // The part of fill() after the cell (inside a WriteSection).
+  static void store_value(ObjectSlot* o, AttrRec* rec, std::uint32_t meta, std::uint64_t word, Origin origin) {
+    rec->meta.store(meta, std::memory_order_relaxed);
+    rec->value.store(word, std::memory_order_relaxed);
+    rec->set_at = origin;
+    if (__builtin_expect(o->next_order == UINT32_MAX, 0)) renumber(o);
+    rec->order = o->next_order++;
+  }
+
+  // After 2^32 sets on one object: renumber its attributes 1..n, keeping their order.
+  static void renumber(ObjectSlot* o) {
+    AttrTable* t = o->table.load(std::memory_order_relaxed);
+    std::vector<AttrRec*> recs;
+    for (std::uint32_t i = 0; i <= t->mask; ++i)
+      if (t->recs[i].key.load(std::memory_order_relaxed) != kEmptyKey) recs.push_back(&t->recs[i]);
+    std::sort(recs.begin(), recs.end(), [](const AttrRec* a, const AttrRec* b) { return a->order < b->order; });
+    o->next_order = 1;
+    for (AttrRec* r : recs) r->order = o->next_order++;
+  }
+
+  void release_cell(AttrRec& rec) {
+    const std::uint32_t cell = rec.cell();
+    if (!cell) return;
+    free_cells_.push_back(cell);
+    --cells_in_use_;
+    rec.meta.store(rec.meta.load(std::memory_order_relaxed) & ((1u << kMetaCellShift) - 1),
+                   std::memory_order_relaxed);
+  }
+
+  static Binding repr_of(const AttrRec& rec) noexcept {
+    return static_cast<Binding>(rec.meta.load(std::memory_order_relaxed) & kMetaReprMask);
+  }
+  static bool predefined_rec(const AttrRec& rec) noexcept {
+    return rec.meta.load(std::memory_order_relaxed) & kMetaPredefined;
+  }
+
+  // Sets (inserting or overwriting) an attribute record without callbacks (lock held).
+  Status put(ObjectSlot* o, KeyvalId key, Binding repr, std::uint64_t word, bool predefined, Origin origin) {
+    return put_at(o, find_attr(o->table.load(std::memory_order_relaxed), key), key, repr, word, predefined, origin);
+  }
+  // put() where the record for `key` is known: `rec`, or nullptr if there is none.
+  Status put_at(ObjectSlot* o, AttrRec* rec, KeyvalId key, Binding repr, std::uint64_t word, bool predefined,
+                Origin origin) {
+    WriteSection ws(seq_);
+    if (rec) {
+      release_cell(*rec);
+    } else {
+      rec = insert_slot(o, key);
+    }
+    if (!fill(o, rec, key, repr, word, predefined, origin)) {
+      erase_attr(o, rec);
+      return Status::CapacityExhausted;
+    }
+    return Status::Ok;
+  }
+
+  // ---- waiting and callbacks ---------------------------------------------------------------
+
+  // Another thread is running callbacks for an object this call wants: let it finish.
+  static void wait_turn(Lock& lk) {
+    lk.unlock();
+    std::this_thread::yield();
+    lk.lock();
+  }
+
+  void notify(const CallbackEvent& e) {
+    if (!config.observer) return;
+    try {
+      config.observer->on_callback(e);
+    } catch (...) {
+      // An observer must not be able to break the engine.
+    }
+  }
+
+  // A snapshot of what a delete callback needs, taken under the lock.
+  struct DeleteJob {
+    KeyvalId key;
+    KeyvalSlot* keyval;  // pinned; nullptr for predefined attributes
+    DeleteCall call;
+    bool user;           // a User delete action: call it
+  };
+
+  DeleteJob make_delete_job(ObjectSlot* o, AttrRec* rec, CallbackCause cause) {
+    DeleteJob job{};
+    job.key = rec->key.load(std::memory_order_relaxed);
+    if (!predefined_rec(*rec)) {
+      KeyvalSlot* k = nullptr;
+      // Attributes hold their keyval alive, so the id always resolves to its slot.
+      KeyvalSlot* ks = slot_of(job.key);
+      if (ks && ks->id.load(std::memory_order_relaxed) == job.key) k = ks;
+      job.keyval = k;
+      if (k) {
+        ++k->pins;
+        job.user = k->spec.del.action == DeleteAction::User;
+        const Read r = translate(repr_of(*rec), rec->value.load(std::memory_order_relaxed),
+                                 cell_at(rec->cell()), k->spec.lang);
+        job.call = DeleteCall{o->kind, o->handle, job.key, k->spec.lang, k->spec.del.fn,
+                              k->spec.extra_state, r.word, cause, repr_of(*rec)};
+      }
+    }
+    return job;
+  }
+
+  // Runs a delete callback with the lock released. Returns Ok, CallbackFailed or CallbackThrew.
+  Result run_delete(Lock& lk, std::uint32_t slot, const DeleteJob& job) {
+    if (!job.user) return {};
+    lk.unlock();
+    Result result;
+    bool threw = false;
+    int rc = 0;
+    {
+      FrameGuard frame(this, slot);
+      try {
+        rc = config.invoker->del(job.call);
+      } catch (...) {
+        threw = true;
+      }
+    }
+    notify(CallbackEvent{CallbackEvent::Which::Delete, job.call.cause, job.call.kind, job.call.object,
+                         job.key, rc, 0, threw});
+    if (threw) {
+      result = {Status::CallbackThrew, 0};
+    } else if (rc != 0) {
+      result = {Status::CallbackFailed, rc};
+    }
+    lk.lock();
+    return result;
+  }
+
+  void unpin(KeyvalSlot* k) {
+    if (!k) return;
+    --k->pins;
+    unref_keyval(k);
+  }
+
+  // Deletes attribute `key` of an object that this thread is marked as mutating (lock held):
+  // runs the callback, then removes the record if it succeeded.
+  Result delete_one(Lock& lk, std::uint32_t slot, ObjectSlot* o, KeyvalId key, CallbackCause cause) {
+    AttrRec* rec = find_attr(o->table.load(std::memory_order_relaxed), key);
+    if (!rec) return {};
+    DeleteJob job = make_delete_job(o, rec, cause);
+    const Result r = run_delete(lk, slot, job);
+    if (r.ok()) {
+      rec = find_attr(o->table.load(std::memory_order_relaxed), key);
+      if (rec) {
+        WriteSection ws(seq_);
+        erase_attr(o, rec);
+        if (job.keyval) --job.keyval->attributes;
+      }
+    }
+    unpin(job.keyval);
+    return r;
+  }
+
+  // The object's attribute keys, newest first (lock held).
+  static std::vector<std::pair<std::uint32_t, KeyvalId>> keys_newest_first(const ObjectSlot* o) {
+    std::vector<std::pair<std::uint32_t, KeyvalId>> keys;
+    const AttrTable* t = o->table.load(std::memory_order_relaxed);
+    if (!t) return keys;
+    keys.reserve(t->count);
+    for (std::uint32_t i = 0; i <= t->mask; ++i) {
+      const KeyvalId k = t->recs[i].key.load(std::memory_order_relaxed);
+      if (k != kEmptyKey) keys.emplace_back(t->recs[i].order, k);
+    }
+    std::sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    return keys;
+  }
+
+  // Deletes all attributes, newest first. Stops at the first failure when `stop`, else records
+  // failures in `failures` and goes on. Lock held, object marked mutating by this thread.
+  Result delete_all(Lock& lk, std::uint32_t slot, CallbackCause cause, bool stop,
+                    std::vector<FinalizeReport::Failure>* failures) {
+    ObjectSlot* o = objects_.get(slot);
+    Result first;
+    for (const auto& entry : keys_newest_first(o)) {
+      const Result r = delete_one(lk, slot, o, entry.second, cause);
+      if (r.ok()) continue;
+      if (first.ok()) first = r;
+      if (failures) failures->push_back({o->kind, o->handle, entry.second, r});
+      if (stop) return r;
+    }
+    return first;
+  }
+
+  // ---- operations ----------------------------------------------------------------------------
+
+  Result create_keyval(const KeyvalSpec& spec, KeyvalId* out, Origin origin);
+
+  Result free_keyval(ObjectKind kind, KeyvalId* keyval, Origin origin);
+
+  Result register_predefined(ObjectKind kind, KeyvalId id, const char* name, bool copy_on_dup);
+
+  Result create_object(ObjectKind kind, Handle h, std::uint8_t flags, Origin origin);
+
+  // Validates the object of a modifying call and waits while another thread runs callbacks for
+  // it (lock held; loops until it can proceed). Defined here, in the class: set and delete share
+  // it, and it is inlined into each (out of line it costs ~20 instructions a call more).
+  Status acquire_object(Lock& lk, ObjectKind kind, Handle h, KeyvalId key, bool with_key,
+                          std::uint32_t* slot, KeyvalSlot** k, const PredefinedKeyval** pre,
+                          KeyUse use = KeyUse::Set) {
+    for (;;) {
+      if (finalized_.load(std::memory_order_relaxed)) return Status::Finalized;
+      Status s = find_object(kind, h, slot);
+      if (s != Status::Ok) return s;
+      if (with_key) {
+        s = check_keyval(kind, key, use, k, pre);
+        if (s != Status::Ok) return s;
+      }
+      if (in_callback_for(this, *slot)) return Status::Reentrant;
+      ObjectSlot* o = objects_.get(*slot);
+      if (o->mutating && o->mutating != this_thread_token()) {
+        wait_turn(lk);
+        continue;
+      }
+      if (o->mutating) return Status::Reentrant;  // this thread, further out: still re-entrant
+      return Status::Ok;
+    }
+  }
+
+  Result set_attr(ObjectKind kind, Handle h, KeyvalId key, Binding from, std::uint64_t value, Origin origin);
+
+  // The end of a set, after the old value's delete callback (if any) succeeded (lock held):
+  // stores the value in `rec` (the attribute's record; nullptr: a new one), the object's newest.
+  [[gnu::always_inline]] Result store_set(ObjectSlot* o, KeyvalSlot* k, AttrRec* rec, KeyvalId key, Binding from, std::uint64_t value,
+                   Origin origin) {
+    const bool existed = rec != nullptr;
+    const Status ps = put_at(o, rec, key, from, value, false, origin);
+    if (ps != Status::Ok) {  // out of cells: put() removed the record
+      if (existed) {
+        --k->attributes;
+        unref_keyval(k);
+      }
+      return {ps, 0};
+    }
+    if (!existed) ++k->attributes;
+    return {};
+  }
+
+  // Engine::find_set_cursor: set_attr's checks, remembered.
+  bool find_set_cursor(ObjectKind kind, Handle h, KeyvalId key, std::uint64_t layout, SetCursor* out,
+                       bool* user_delete) const;
+
+  // Engine::delete_attr_ran: delete_attr for a delete whose callback already ran elsewhere.
+  bool delete_attr_ran(const SetCursor& c, const RanDelete* ran, std::uint64_t* version);
+  // Whether `ran` is the delete callback call the standard requires for attribute `rec` of
+  // object `o` under keyval `k` (a user delete function): same object and keyval, passed the
+  // attribute's value, and it succeeded (lock held).
+  bool ran_as_required(const ObjectSlot* o, const KeyvalSlot* k, const AttrRec& rec, const RanDelete& ran) const;
+  // Engine::set_attr_ran: set_attr for a set whose delete callback already ran elsewhere. The
+  // cursor stands for set_attr's object and keyval checks while the layout reads the same; the
+  // rest are made here. Nothing waits and nothing is called: anything other than the plain case
+  // (no callbacks running for the object, exactly the delete callback the standard requires here
+  // and it succeeded) answers false and changes nothing.
+  bool set_attr_ran(const SetCursor& c, Binding from, std::uint64_t value, Origin origin, const RanDelete* ran,
+                    std::uint64_t* version);
+
+  // The checks of a call that reads (get) or may delete an attribute (lock held): Ok with the
+  // attribute's record (nullptr if not set), or why the call is refused.
+  Status locate_attr(ObjectKind kind, Handle h, KeyvalId key, KeyUse use, const AttrRec** rec) const;
+
+  Result get_attr_locked(ObjectKind kind, Handle h, KeyvalId key, Binding as, void* out, int* flag,
+                         bool* truncated) const;
+
+  // The lock-free read: no store to shared memory, validated by the sequence counter.
+  Result get_attr(ObjectKind kind, Handle h, KeyvalId key, Binding as, void* out, int* flag,
+                  bool* truncated) const;
+
+  // Engine::check_delete: delete_attr's checks, nothing changed.
+  Result check_delete(ObjectKind kind, Handle h, KeyvalId key, int* present) const;
+
+  Result delete_attr(ObjectKind kind, Handle h, KeyvalId key);
+
+  Result install_predefined(ObjectKind kind, Handle h, KeyvalId key, Binding repr, std::uint64_t value);
+
+  // One attribute to copy on dup, snapshotted under the lock.
+  struct CopyJob {
+    KeyvalId key;
+    KeyvalSlot* keyval;  // pinned; nullptr for predefined
+    Binding repr;
+    std::uint64_t word;
+    std::uint64_t value_in;  // translated for a User callback
+  };
+
+  Result dup_object(ObjectKind kind, Handle old_h, Handle new_h, Origin origin);
+
+  Result free_object(ObjectKind kind, Handle h);
+
+  Result forget_object(ObjectKind kind, Handle h);
+
+  // Releases the keyval references of every attribute of an object about to be unregistered.
+  void drop_attribute_refs(const ObjectSlot* o);
+
+  // Whether any attribute of the object has a user delete callback to run.
+  bool has_user_delete(const ObjectSlot* o) const noexcept;
+
+  FinalizeReport finalize(const FinalizeOptions& options);
+
+  // ---- introspection -----------------------------------------------------------------------
+
+  KeyvalInfo info_of(const KeyvalSlot& k) const;
+
+  bool keyval_info(KeyvalId id, KeyvalInfo* out) const;
+
+  template <typename Pred>
+  std::vector<KeyvalInfo> keyvals_where(Pred pred) const;
+
+  void collect_attributes(const ObjectSlot& o, std::vector<AttributeInfo>* out) const;
+};
+
+}  // namespace attrcheck

@@ -1,0 +1,335 @@
+// The engine's building blocks: concurrency primitives (spin lock, sequence counter, per-thread
+// callback frames) and storage (keyval slots, Fortran value cells, per-object attribute tables, the
+// handle map, value translation). Internal to src/engine/; engine_impl.hpp builds Engine::Impl on them.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "attrcheck/engine.hpp"
+
+namespace attrcheck {
+namespace engine_detail {
+
+// ---------------------------------------------------------------------------------------------
+// 1. Concurrency primitives
+// ---------------------------------------------------------------------------------------------
+
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Critical sections never run user code and never block, so a spinning lock (one atomic
+// exchange to take, one store to release) is cheaper than a mutex on the hot set/delete path.
+// A host whose calls never overlap switches it off (Engine::drop_locking): the exchange is a
+// locked instruction that costs as much as a tenth of an MPI library's whole set.
+class SpinLock {
+ public:
+  void lock() noexcept {
+    if (!enabled_.load(std::memory_order_relaxed)) return;
+    for (unsigned spins = 0;; ++spins) {
+      if (!locked_.exchange(true, std::memory_order_acquire)) return;
+      while (locked_.load(std::memory_order_relaxed)) {
+        if (++spins < 128) {
+          cpu_relax();
+        } else {
+          std::this_thread::yield();
+        }
+      }
+    }
+  }
+  void unlock() noexcept {
+    if (enabled_.load(std::memory_order_relaxed)) locked_.store(false, std::memory_order_release);
+  }
+  void disable() noexcept { enabled_.store(false, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<bool> locked_{false};
+  std::atomic<bool> enabled_{true};
+};
+
+using Lock = std::unique_lock<SpinLock>;
+
+// A writer's change to reader-visible state; the lock must be held. A change that can alter
+// whether a (kind, handle, keyval) query is valid at all also advances `layout` (after the change,
+// so a reader that sees the new layout value also sees the change).
+class WriteSection {
+ public:
+  explicit WriteSection(std::atomic<std::uint64_t>& seq, std::atomic<std::uint64_t>* layout = nullptr) noexcept
+      : seq_(seq), layout_(layout) {
+    const std::uint64_t s = seq_.load(std::memory_order_relaxed);
+    seq_.store(s + 1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+  }
+  ~WriteSection() {
+    seq_.store(seq_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    if (layout_) layout_->fetch_add(1, std::memory_order_release);
+  }
+  WriteSection(const WriteSection&) = delete;
+  WriteSection& operator=(const WriteSection&) = delete;
+
+ private:
+  std::atomic<std::uint64_t>& seq_;
+  std::atomic<std::uint64_t>* layout_;
+};
+
+// The callbacks running on this thread, innermost last: a modification of the object a callback
+// runs for, from inside it, is re-entrant.
+struct CallbackFrame {
+  const void* engine;
+  std::uint32_t object_slot;
+};
+constexpr int kMaxFrames = 64;
+inline thread_local CallbackFrame t_frames[kMaxFrames];
+inline thread_local int t_depth = 0;
+
+// A token that identifies the calling thread.
+inline const void* this_thread_token() noexcept { return &t_depth; }
+
+class FrameGuard {
+ public:
+  FrameGuard(const void* engine, std::uint32_t slot) noexcept {
+    if (t_depth < kMaxFrames) t_frames[t_depth] = CallbackFrame{engine, slot};
+    ++t_depth;
+  }
+  ~FrameGuard() { --t_depth; }
+  FrameGuard(const FrameGuard&) = delete;
+  FrameGuard& operator=(const FrameGuard&) = delete;
+};
+
+inline bool in_callback_for(const void* engine, std::uint32_t slot) noexcept {
+  const int n = std::min(t_depth, kMaxFrames);
+  for (int i = 0; i < n; ++i)
+    if (t_frames[i].engine == engine && t_frames[i].object_slot == slot) return true;
+  return false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Storage
+// ---------------------------------------------------------------------------------------------
+
+// A fixed directory of lazily allocated chunks: elements never move and are never freed while
+// the container lives, so a reader holding an index can always dereference it safely.
+template <typename T, std::uint32_t kChunkBits, std::uint32_t kChunks>
+class ChunkedArray {
+ public:
+  static constexpr std::uint32_t kChunk = 1u << kChunkBits;
+  static constexpr std::uint32_t kCapacity = kChunk * kChunks;
+
+  ~ChunkedArray() {
+    for (auto& c : dir_) delete[] c.load(std::memory_order_relaxed);
+  }
+  // Reader side: nullptr when `i` is out of range or not allocated yet.
+  T* find(std::uint32_t i) const noexcept {
+    if (i >= kCapacity) return nullptr;
+    T* chunk = dir_[i >> kChunkBits].load(std::memory_order_acquire);
+    return chunk ? &chunk[i & (kChunk - 1)] : nullptr;
+  }
+  // Writer side (lock held): allocates the chunk holding `i` if needed.
+  T* get(std::uint32_t i) {
+    std::atomic<T*>& slot = dir_[i >> kChunkBits];
+    T* chunk = slot.load(std::memory_order_relaxed);
+    if (!chunk) {
+      chunk = new T[kChunk];
+      slot.store(chunk, std::memory_order_release);
+    }
+    return &chunk[i & (kChunk - 1)];
+  }
+
+ private:
+  std::atomic<T*> dir_[kChunks] = {};
+};
+
+// Keyval ids: (generation << kKeyvalSlotBits) | slot, slot >= 1, generation >= 1 (engine.hpp).
+// Generations tell a stale id (an older generation of a slot: it was created, then destroyed) from
+// one never created. 2^21 slots: over two million keyvals live at once.
+constexpr std::uint32_t kSlotBits = kKeyvalSlotBits;
+constexpr std::uint32_t kSlotMask = (1u << kSlotBits) - 1;
+constexpr std::uint32_t kMaxGeneration = (1u << (31 - kSlotBits)) - 1;  // ids stay positive 32-bit ints
+constexpr std::size_t kReuseAfter = 1024;  // destroyed slots wait this long before reuse
+
+enum KeyvalState : std::uint8_t { kKeyEmpty = 0, kKeyAlive, kKeyFreed, kKeyDestroyed };
+
+struct KeyvalSlot {
+  // Read by get_attr:
+  std::atomic<KeyvalId> id{0};
+  std::atomic<std::uint8_t> state{kKeyEmpty};
+  std::atomic<std::uint8_t> kind{0};
+  // Lock only:
+  std::uint32_t generation = 0;
+  std::uint32_t attributes = 0;  // attributes using the key
+  std::uint32_t pins = 0;        // operations in flight that still need its callbacks
+  KeyvalSpec spec;
+  Origin created_at = 0;
+  Origin freed_at = 0;
+};
+
+struct PredefinedKeyval {
+  std::atomic<KeyvalId> id{0};
+  std::atomic<std::uint8_t> kind{0};
+  bool copy_on_dup = true;
+  std::string name;
+};
+constexpr std::uint32_t kMaxPredefined = 64;
+
+// Stable storage for Fortran-set values, so that a C read can return a pointer to the integer.
+struct Cell {
+  std::atomic<std::int64_t> aint{0};  // what an MPI_Aint* points at
+  std::atomic<std::int32_t> low{0};   // what an int* points at (MPI_ATTR_PUT values)
+};
+static_assert(sizeof(std::atomic<std::int64_t>) == sizeof(std::int64_t), "cell layout");
+static_assert(sizeof(std::atomic<std::int32_t>) == sizeof(std::int32_t), "cell layout");
+
+// One attribute in an object's open-addressing table: 24 bytes. `meta` packs the
+// representation, the predefined bit and (Fortran values) the index of the value's Cell, so
+// get_attr reads everything it needs from three atomics of one record.
+constexpr KeyvalId kEmptyKey = INT_MIN;
+constexpr std::uint32_t kMetaReprMask = 3;
+constexpr std::uint32_t kMetaPredefined = 4;
+constexpr std::uint32_t kMetaCellShift = 3;
+
+struct AttrRec {
+  // Read by get_attr:
+  std::atomic<KeyvalId> key{kEmptyKey};
+  std::atomic<std::uint32_t> meta{0};   // repr | kMetaPredefined | cell << kMetaCellShift
+  std::atomic<std::uint64_t> value{0};  // the word as set (normalised)
+  // Lock only:
+  std::uint32_t order = 0;  // set order within the object
+  Origin set_at = 0;
+
+  std::uint32_t cell() const noexcept { return meta.load(std::memory_order_relaxed) >> kMetaCellShift; }
+  void copy_from(const AttrRec& o) noexcept {
+    key.store(o.key.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    meta.store(o.meta.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    value.store(o.value.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    set_at = o.set_at;
+    order = o.order;
+  }
+  void clear() noexcept { key.store(kEmptyKey, std::memory_order_relaxed); }
+};
+static_assert(sizeof(AttrRec) == 24, "an attribute record is 24 bytes");
+
+struct AttrTable {
+  explicit AttrTable(std::uint32_t log2cap)
+      : shift(32 - log2cap), mask((1u << log2cap) - 1), recs(new AttrRec[std::size_t{1} << log2cap]) {}
+  std::uint32_t capacity() const noexcept { return mask + 1; }
+  std::uint32_t home(KeyvalId key) const noexcept {
+    return (static_cast<std::uint32_t>(key) * 0x9E3779B1u) >> shift;
+  }
+  const std::uint32_t shift;
+  const std::uint32_t mask;
+  std::uint32_t count = 0;  // lock only
+  std::unique_ptr<AttrRec[]> recs;
+};
+
+struct ObjectSlot {
+  std::atomic<AttrTable*> table{nullptr};  // read by get_attr
+  // Lock only:
+  std::uint32_t index = 0;  // its own slot number
+  Handle handle = 0;
+  ObjectKind kind = ObjectKind::Comm;
+  std::uint8_t flags = 0;
+  bool live = false;
+  const void* mutating = nullptr;  // thread running callbacks for this object, if any
+  Origin created_at = 0;
+  std::uint32_t next_order = 1;    // set order of the next attribute
+};
+
+// Handle -> object slot, open addressing with linear probing and backward-shift deletion.
+struct HandleEntry {
+  std::atomic<Handle> handle{0};
+  std::atomic<std::uint32_t> tag{0};  // 0 = empty; else (slot << 2) | (kind + 1)
+};
+struct HandleMap {
+  explicit HandleMap(std::uint32_t log2cap)
+      : shift(64 - log2cap), mask((1u << log2cap) - 1), entries(new HandleEntry[std::size_t{1} << log2cap]) {}
+  std::uint32_t home(ObjectKind kind, Handle h) const noexcept {
+    const std::uint64_t x = (h ^ (static_cast<std::uint64_t>(kind) << 62)) * 0x9E3779B97F4A7C15ULL;
+    return static_cast<std::uint32_t>(x >> shift);
+  }
+  static std::uint32_t tag_of(ObjectKind kind, std::uint32_t slot) noexcept {
+    return (slot << 2) | (static_cast<std::uint32_t>(kind) + 1);
+  }
+  // Reader and writer: the slot of (kind, h), or UINT32_MAX.
+  std::uint32_t find(ObjectKind kind, Handle h, std::uint32_t* pos = nullptr) const noexcept {
+    const std::uint32_t want_kind = static_cast<std::uint32_t>(kind) + 1;
+    std::uint32_t i = home(kind, h);
+    for (std::uint32_t n = 0; n <= mask; ++n, i = (i + 1) & mask) {
+      const std::uint32_t tag = entries[i].tag.load(std::memory_order_relaxed);
+      if (tag == 0) return UINT32_MAX;
+      if ((tag & 3) == want_kind && entries[i].handle.load(std::memory_order_relaxed) == h) {
+        if (pos) *pos = i;
+        return tag >> 2;
+      }
+    }
+    return UINT32_MAX;
+  }
+  const std::uint32_t shift;
+  const std::uint32_t mask;
+  std::uint32_t count = 0;
+  std::unique_ptr<HandleEntry[]> entries;
+};
+
+inline std::uint64_t normalise(Binding from, std::uint64_t value) noexcept {
+  if (from == Binding::FortranInt)
+    return static_cast<std::uint64_t>(static_cast<std::int64_t>(static_cast<std::int32_t>(value)));
+  return value;
+}
+
+// What a read in binding `as` returns for a value stored as (repr, word, cell): the
+// interoperability table of docs/engine.md.
+struct Read {
+  std::uint64_t word;
+  bool truncated;
+};
+inline Read translate(Binding repr, std::uint64_t word, Cell* cell, Binding as) noexcept {
+  switch (as) {
+    case Binding::C:
+      if (repr == Binding::FortranAint && cell)
+        return {reinterpret_cast<std::uintptr_t>(&cell->aint), false};
+      if (repr == Binding::FortranInt && cell)
+        return {reinterpret_cast<std::uintptr_t>(&cell->low), false};
+      return {word, false};
+    case Binding::FortranAint:
+      return {word, false};
+    case Binding::FortranInt: {
+      const auto low = static_cast<std::int32_t>(word);
+      return {static_cast<std::uint64_t>(static_cast<std::int64_t>(low)),
+              static_cast<std::int64_t>(low) != static_cast<std::int64_t>(word)};
+    }
+  }
+  return {word, false};
+}
+
+inline void store_out(Binding as, void* out, std::uint64_t word) noexcept {
+  switch (as) {
+    case Binding::C: {
+      void* p = reinterpret_cast<void*>(static_cast<std::uintptr_t>(word));
+      std::memcpy(out, &p, sizeof p);
+      break;
+    }
+    case Binding::FortranAint: {
+      const auto v = static_cast<std::int64_t>(word);
+      std::memcpy(out, &v, sizeof v);
+      break;
+    }
+    case Binding::FortranInt: {
+      const auto v = static_cast<std::int32_t>(word);
+      std::memcpy(out, &v, sizeof v);
+      break;
+    }
+  }
+}
+
+}  // namespace engine_detail
+}  // namespace attrcheck

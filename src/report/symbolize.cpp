@@ -1,0 +1,362 @@
+// In-process symbolization with Boost.Stacktrace's libbacktrace backend (see symbolize.hpp).
+//
+// How it is linked: Boost.Stacktrace header-only with BOOST_STACKTRACE_USE_BACKTRACE, and GCC's
+// own libbacktrace.a linked in statically, its symbols hidden (CMakeLists.txt). Debian's
+// libboost_stacktrace_backtrace.so would not do in a preloaded tool: it exports the whole
+// libbacktrace API (backtrace_create_state, ...) into every MPI program, and its libbacktrace
+// reads the DWARF of every loaded module the first time it is asked anything, Debian's compressed
+// /usr/lib/debug files included (libc6-dbg, which valgrind pulls in: ~1 s per process here).
+// Linked statically, libbacktrace's one dl_iterate_phdr call is wrapped (-Wl,--wrap) so that it
+// sees only the modules the report's frames are in, and of those only the ones cheap to read.
+#define BOOST_STACKTRACE_USE_BACKTRACE
+#include <boost/config.hpp>
+// Boost marks its libbacktrace state (a function-local thread_local) visible, so that every
+// library using Boost.Stacktrace shares one; ours must stay our own (it sees a filtered set of
+// modules, and the host program may use another libbacktrace).
+#undef BOOST_SYMBOL_VISIBLE
+#define BOOST_SYMBOL_VISIBLE __attribute__((__visibility__("hidden")))
+#include <boost/stacktrace/frame.hpp>
+
+#include "report/symbolize.hpp"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <memory>
+
+#include "report/report.hpp"
+
+namespace attrcheck {
+
+// ---- the table ----------------------------------------------------------------------------------
+
+const char* SymbolTable::keep(const std::string& s) {
+  if (s.empty()) return "";
+  strings_.push_back(s);
+  return strings_.back().c_str();
+}
+
+void SymbolTable::add(std::uintptr_t pc, const std::string& function, const std::string& file, long line) {
+  SymbolEntry e;
+  e.pc = pc;
+  e.function = keep(function);
+  e.file = keep(file);
+  e.line = file.empty() ? 0 : line;
+  entries_.push_back(e);
+}
+
+void SymbolTable::seal() {
+  std::sort(entries_.begin(), entries_.end(), [](const SymbolEntry& a, const SymbolEntry& b) { return a.pc < b.pc; });
+  entries_.erase(std::unique(entries_.begin(), entries_.end(),
+                             [](const SymbolEntry& a, const SymbolEntry& b) { return a.pc == b.pc; }),
+                 entries_.end());
+}
+
+const SymbolEntry* SymbolTable::find(std::uintptr_t pc) const noexcept {
+  std::size_t lo = 0, hi = entries_.size();
+  while (lo < hi) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    if (entries_[mid].pc < pc) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < entries_.size() && entries_[lo].pc == pc ? &entries_[lo] : nullptr;
+}
+
+// ---- what reading a module costs: its ELF section headers ------------------------------------
+
+namespace {
+
+class File {
+ public:
+  explicit File(const char* path) noexcept : fd_(::open(path, O_RDONLY | O_CLOEXEC)) {}
+  ~File() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  File(const File&) = delete;
+  File& operator=(const File&) = delete;
+  bool ok() const noexcept { return fd_ >= 0; }
+  bool read(void* out, std::size_t n, std::uint64_t at) const noexcept {
+    auto* p = static_cast<char*>(out);
+    while (n) {
+      const ssize_t got = ::pread(fd_, p, n, static_cast<off_t>(at));
+      if (got <= 0) return false;
+      p += got;
+      n -= static_cast<std::size_t>(got);
+      at += static_cast<std::uint64_t>(got);
+    }
+    return true;
+  }
+
+ private:
+  int fd_;
+};
+
+struct ElfSections {
+  bool ok = false;
+  bool dwarf = false;  // has .debug_info (or .zdebug_info)
+  bool compressed = false;
+  std::uint64_t dwarf_bytes = 0;
+  std::uint64_t symtab_bytes = 0;
+  std::string build_id;  // hex
+  std::string debuglink;
+  std::string altlink;   // .gnu_debugaltlink (dwz): more DWARF libbacktrace reads
+};
+
+bool starts_with(const char* s, const char* prefix) noexcept { return std::strncmp(s, prefix, std::strlen(prefix)) == 0; }
+
+std::string section_string(const File& f, const Elf64_Shdr& sh, std::size_t cap) {
+  const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(sh.sh_size, cap));
+  std::string s(n, '\0');
+  if (!n || !f.read(&s[0], n, sh.sh_offset)) return {};
+  s.resize(std::strlen(s.c_str()));
+  return s;
+}
+
+ElfSections read_sections(const char* path) {
+  ElfSections out;
+  File f(path);
+  Elf64_Ehdr eh;
+  if (!f.ok() || !f.read(&eh, sizeof eh, 0) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum == 0 ||
+      eh.e_shstrndx >= eh.e_shnum)
+    return out;
+  std::vector<Elf64_Shdr> sh(eh.e_shnum);
+  if (!f.read(sh.data(), sh.size() * sizeof(Elf64_Shdr), eh.e_shoff)) return out;
+  const Elf64_Shdr& names_sh = sh[eh.e_shstrndx];
+  if (names_sh.sh_size > (8u << 20)) return out;
+  std::string names(static_cast<std::size_t>(names_sh.sh_size) + 1, '\0');
+  if (!f.read(&names[0], static_cast<std::size_t>(names_sh.sh_size), names_sh.sh_offset)) return out;
+  out.ok = true;
+  for (const Elf64_Shdr& s : sh) {
+    if (s.sh_name >= names_sh.sh_size || s.sh_type == SHT_NOBITS) continue;
+    const char* name = names.c_str() + s.sh_name;
+    if (starts_with(name, ".debug_") || starts_with(name, ".zdebug_")) {
+      out.dwarf_bytes += s.sh_size;
+      if (name[1] == 'z' || (s.sh_flags & SHF_COMPRESSED)) out.compressed = true;
+      if (!std::strcmp(name, ".debug_info") || !std::strcmp(name, ".zdebug_info")) out.dwarf = true;
+    } else if (!std::strcmp(name, ".symtab") || !std::strcmp(name, ".dynsym")) {
+      out.symtab_bytes += s.sh_size;
+    } else if (!std::strcmp(name, ".gnu_debuglink")) {
+      out.debuglink = section_string(f, s, 4096);
+    } else if (!std::strcmp(name, ".gnu_debugaltlink")) {
+      out.altlink = section_string(f, s, 4096);
+    } else if (s.sh_type == SHT_NOTE && s.sh_size <= 1024) {
+      unsigned char note[1024];
+      if (!f.read(note, static_cast<std::size_t>(s.sh_size), s.sh_offset) || s.sh_size < sizeof(Elf64_Nhdr)) continue;
+      Elf64_Nhdr nh;
+      std::memcpy(&nh, note, sizeof nh);
+      const std::size_t desc = sizeof nh + ((nh.n_namesz + 3u) & ~3u);
+      if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 || std::memcmp(note + sizeof nh, "GNU", 4) != 0 ||
+          desc + nh.n_descsz > s.sh_size)
+        continue;
+      static const char hex[] = "0123456789abcdef";
+      out.build_id.clear();
+      for (std::size_t i = 0; i < nh.n_descsz; ++i) {
+        out.build_id += hex[note[desc + i] >> 4];
+        out.build_id += hex[note[desc + i] & 15];
+      }
+    }
+  }
+  return out;
+}
+
+bool exists(const std::string& path) {
+  struct stat st{};
+  return !path.empty() && ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string directory_of(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
+}
+
+// Adds a debug file's DWARF (and its dwz companion's) to `cost`.
+void add_debug_file(ModuleCost& cost, const std::string& path) {
+  const ElfSections d = read_sections(path.c_str());
+  if (!d.ok || !d.dwarf) return;
+  cost.dwarf = true;
+  cost.compressed = cost.compressed || d.compressed;
+  cost.dwarf_bytes = std::max(cost.dwarf_bytes, d.dwarf_bytes);
+  cost.symtab_bytes += d.symtab_bytes;
+  if (cost.debug_file.empty()) cost.debug_file = path;
+  if (!d.altlink.empty()) {
+    const std::string alt = d.altlink[0] == '/' ? d.altlink : directory_of(path) + "/" + d.altlink;
+    const ElfSections a = read_sections(alt.c_str());
+    if (a.ok) {
+      cost.compressed = cost.compressed || a.compressed;
+      cost.dwarf_bytes += a.dwarf_bytes;
+    }
+  }
+}
+
+}  // namespace
+
+ModuleCost module_cost(const char* path) noexcept {
+  ModuleCost cost;
+  try {
+    const ElfSections m = read_sections(path);
+    if (!m.ok) return cost;
+    cost.elf = true;
+    cost.symtab_bytes = m.symtab_bytes;
+    if (m.dwarf) {
+      cost.dwarf = true;
+      cost.compressed = m.compressed;
+      cost.dwarf_bytes = m.dwarf_bytes;
+    }
+    // Where libbacktrace looks for separate DWARF (it prefers it to the module's own): by build
+    // id, then by debug link. Counted as it would be read: the worse of what is there.
+    if (m.build_id.size() > 2) {
+      const std::string by_id = "/usr/lib/debug/.build-id/" + m.build_id.substr(0, 2) + "/" + m.build_id.substr(2) + ".debug";
+      if (exists(by_id)) add_debug_file(cost, by_id);
+    }
+    if (!m.debuglink.empty() && cost.debug_file.empty()) {
+      const std::string dir = directory_of(path);
+      for (const std::string& candidate : {dir + "/" + m.debuglink, dir + "/.debug/" + m.debuglink,
+                                           "/usr/lib/debug" + dir + "/" + m.debuglink}) {
+        if (candidate != path && exists(candidate)) {
+          add_debug_file(cost, candidate);
+          break;
+        }
+      }
+    }
+  } catch (...) {
+    cost = ModuleCost{};
+  }
+  return cost;
+}
+
+// ---- what libbacktrace sees: the admitted modules only -----------------------------------------
+
+namespace {
+// One address inside each module libbacktrace may read; set only while symbolize_findings runs
+// (libbacktrace enumerates the modules once, the first time it is asked). When the program's own
+// executable is not among them, libbacktrace may keep its descriptor of /proc/self/exe
+// (O_CLOEXEC) open after MPI_Finalize: it opens it first and closes it at the executable's turn.
+std::atomic<const std::vector<std::uintptr_t>*> g_admitted{nullptr};
+
+struct FilterContext {
+  int (*callback)(dl_phdr_info*, std::size_t, void*);
+  void* data;
+  const std::vector<std::uintptr_t>* admitted;
+};
+
+int filter_module(dl_phdr_info* info, std::size_t size, void* p) {
+  const auto* c = static_cast<const FilterContext*>(p);
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD) continue;
+    const std::uintptr_t lo = info->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
+    for (const std::uintptr_t a : *c->admitted)
+      if (a >= lo && a < hi) return c->callback(info, size, c->data);
+  }
+  return 0;
+}
+}  // namespace
+
+extern "C" {
+int __real_dl_iterate_phdr(int (*callback)(dl_phdr_info*, std::size_t, void*), void* data);
+
+// libbacktrace's (and only libbacktrace's: --wrap binds the references inside libattrcheck.so)
+// dl_iterate_phdr.
+__attribute__((visibility("hidden"))) int __wrap_dl_iterate_phdr(int (*callback)(dl_phdr_info*, std::size_t, void*),
+                                                                 void* data) {
+  const std::vector<std::uintptr_t>* admitted = g_admitted.load(std::memory_order_acquire);
+  if (!admitted) return __real_dl_iterate_phdr(callback, data);
+  FilterContext c{callback, data, admitted};
+  return __real_dl_iterate_phdr(filter_module, &c);
+}
+}
+
+// ---- the pass ------------------------------------------------------------------------------------
+
+namespace {
+
+struct Wanted {
+  std::uintptr_t pc;  // the address to look up (lookup_pc)
+  const char* path;   // its module, as the report names it
+};
+
+// The frame's module is still the one it was recorded in (not unloaded and replaced since).
+bool still_mapped(const void* address, std::uint64_t offset) noexcept {
+  Dl_info dl{};
+  return address && dladdr(address, &dl) && dl.dli_fbase &&
+         static_cast<std::uint64_t>(static_cast<const char*>(address) - static_cast<const char*>(dl.dli_fbase)) == offset;
+}
+
+void collect(const FindingStore& store, std::vector<Wanted>& out) {
+  auto frame = [&](const void* address, bool entry, std::uint64_t offset, const char* path) {
+    if (!address || !path || path[0] != '/' || !still_mapped(address, offset)) return;
+    out.push_back(Wanted{lookup_pc(address, entry), path});
+  };
+  auto stack = [&](const StackRec& s) {
+    for (int i = 0; i < s.depth; ++i)
+      frame(s.frames[i].address, false, s.frames[i].offset, store.module(s.frames[i].module));
+  };
+  for (std::size_t i = 0; i < store.size(); ++i) {
+    const Finding& f = store.at(i);
+    if (!f.committed.load(std::memory_order_acquire)) continue;
+    frame(f.site, f.site_is_entry, f.offset, f.module);
+    stack(f.stack);
+    for (int k = 0; k < f.provenance_count; ++k) stack(f.provenance[k].stack);
+  }
+}
+
+std::atomic<bool> g_done{false};
+
+}  // namespace
+
+std::size_t symbolize_findings(FindingStore& store, const SymbolizeLimits& limits) noexcept {
+  if (g_done.exchange(true)) return 0;
+  std::vector<std::uintptr_t> admitted;
+  try {
+    std::vector<Wanted> wanted;
+    collect(store, wanted);
+    if (wanted.empty()) return 0;  // a clean run reads nothing
+    // Which modules libbacktrace may read, in the order the report first refers to them.
+    std::map<std::string, bool> allowed;
+    std::uint64_t dwarf = 0, symtab = 0;
+    for (const Wanted& w : wanted) {
+      auto it = allowed.find(w.path);
+      if (it != allowed.end()) continue;
+      const ModuleCost c = module_cost(w.path);
+      bool ok = c.elf && !c.compressed && symtab + c.symtab_bytes <= limits.symtab_budget &&
+                dwarf + c.dwarf_bytes <= limits.dwarf_budget;
+      if (ok) {
+        dwarf += c.dwarf_bytes;
+        symtab += c.symtab_bytes;
+        admitted.push_back(w.pc);
+      }
+      allowed.emplace(w.path, ok);
+    }
+    if (admitted.empty()) return 0;
+    std::vector<std::uintptr_t> pcs;
+    for (const Wanted& w : wanted)
+      if (allowed[w.path]) pcs.push_back(w.pc);
+    std::sort(pcs.begin(), pcs.end());
+    pcs.erase(std::unique(pcs.begin(), pcs.end()), pcs.end());
+    auto table = std::make_unique<SymbolTable>();
+    g_admitted.store(&admitted, std::memory_order_release);
+    for (const std::uintptr_t pc : pcs) {
+      const boost::stacktrace::frame fr(reinterpret_cast<const void*>(pc));
+      table->add(pc, fr.name(), fr.source_file(), static_cast<long>(fr.source_line()));
+    }
+    g_admitted.store(nullptr, std::memory_order_release);
+    table->seal();
+    const std::size_t n = table->size();
+    store.set_symbols(table.release());  // never freed: a signal handler may be rendering from it
+    return n;
+  } catch (...) {
+    g_admitted.store(nullptr, std::memory_order_release);
+    return 0;
+  }
+}
+
+}  // namespace attrcheck

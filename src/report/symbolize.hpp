@@ -1,0 +1,83 @@
+// In-process symbolization of a rank's report at its normal end (MPI_Finalize): the frames the
+// findings refer to (sites, stacks, provenance stacks) get function, file and line from
+// Boost.Stacktrace's libbacktrace backend, which reads the modules' DWARF in this process.
+//
+// Only what the report refers to is read: libbacktrace is shown only the modules those frames are
+// in (a clean run reads nothing), and only modules it can read quickly (plain DWARF within a
+// budget; compressed DWARF, such as Debian's /usr/lib/debug files, is left to the offline pass of
+// attrcheck-report, as are reports of processes that never reached MPI_Finalize).
+//
+// The result is a table published to the store; the report writer (async-signal-safe) only reads
+// it. A frame whose address is in the table was attempted: the report marks it "symbolized", so
+// the offline pass leaves it alone even when nothing was found.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+namespace attrcheck {
+
+class FindingStore;
+
+// What the in-process pass found for one looked-up address (a return address minus one, or a
+// callback's entry address as is). Empty strings / 0: nothing found.
+struct SymbolEntry {
+  std::uintptr_t pc = 0;
+  const char* function = "";
+  const char* file = "";
+  long line = 0;
+};
+
+// Immutable once published; find() allocates nothing and takes no lock (usable in signal handlers).
+class SymbolTable {
+ public:
+  const SymbolEntry* find(std::uintptr_t pc) const noexcept;
+
+  // Building (normal path only).
+  void add(std::uintptr_t pc, const std::string& function, const std::string& file, long line);
+  void seal();  // sorts; call once, before publishing
+  std::size_t size() const noexcept { return entries_.size(); }
+
+ private:
+  const char* keep(const std::string& s);
+  std::vector<SymbolEntry> entries_;
+  std::deque<std::string> strings_;  // stable addresses for the entries' strings
+};
+
+// The address a frame is looked up at: a return address names the call before it, so one byte
+// back (at a function's very end, the address itself may be the next function's entry); a
+// callback's entry address is its function as is.
+inline std::uintptr_t lookup_pc(const void* address, bool entry) noexcept {
+  const auto a = reinterpret_cast<std::uintptr_t>(address);
+  return entry || a == 0 ? a : a - 1;
+}
+
+// What the in-process pass may read: a module's DWARF (in it, or in its separate debug file) is
+// read only if it is uncompressed and the modules read so far stay within `dwarf_budget` bytes
+// (libbacktrace reads plain DWARF at roughly 1-2 ms per MiB here; compressed, ~40 times slower).
+struct SymbolizeLimits {
+  std::uint64_t dwarf_budget = 48ull << 20;
+  std::uint64_t symtab_budget = 16ull << 20;  // symbol tables (~700k symbols): sorted when read
+};
+
+// Symbolizes every frame the store's committed findings refer to and publishes the table in the
+// store (replacing none: at most once per process; later calls do nothing). Normal path only
+// (allocates, opens files); never throws. Returns the number of addresses attempted.
+std::size_t symbolize_findings(FindingStore& store, const SymbolizeLimits& limits = {}) noexcept;
+
+// What the pass would read of the module at `path` (exposed for tests): whether its DWARF is
+// there and readable in-process, and how many bytes of DWARF and of symbol table that is.
+struct ModuleCost {
+  bool elf = false;         // an ELF file we could read
+  bool dwarf = false;       // it (or its separate debug file) has DWARF
+  bool compressed = false;  // that DWARF is compressed (left to the offline pass)
+  std::uint64_t dwarf_bytes = 0;
+  std::uint64_t symtab_bytes = 0;
+  std::string debug_file;  // the separate debug file the DWARF is in, if any
+};
+ModuleCost module_cost(const char* path) noexcept;
+
+}  // namespace attrcheck
