@@ -137,15 +137,21 @@ class Fortran(C):
         super().__init__(fn, params)
         self.ierr = require(fn, "ierr")
         # (forward_fortran: the library's binding may enter through the C wrappers: fast_path.hpp)
-        self.call_pmpi = f"(rt::forward_fortran(pmpi, {self.args}), static_cast<int>(*{self.ierr}))"
+        self.call_pmpi = f"({self.forward(self.args)}, static_cast<int>(*{self.ierr}))"
+
+    def forward(self, args):  # a statement calling the library's profiling entry point
+        return f"rt::forward_fortran(pmpi, {args})"
 
     def signature(self):
         return f'extern "C" ATTRCHECK_EXPORT void {self.fn["symbol"]}({self.fn["params"]})'
 
+    def lookup(self):  # the library's profiling entry point
+        return f'rt::fortran_pmpi("p{self.fn["symbol"]}")'
+
     def prologue(self, api):
         types = ", ".join(decl.rsplit(n, 1)[0].strip() for decl, n in self.params)
         return [api,
-                f'  static const auto pmpi = reinterpret_cast<void (*)({types})>(rt::fortran_pmpi("p{self.fn["symbol"]}"));',
+                f'  static const auto pmpi = reinterpret_cast<void (*)({types})>({self.lookup()});',
                 f"  if (!pmpi) {{ *{self.ierr} = MPI_ERR_INTERN; return; }}",
                 f"  if (!rt::active(rt::Op::{op_enum(self.fn['op'])})) {{ pmpi({self.args}); return; }}",
                 "  const rt::Call call{&api, __builtin_return_address(0)};"]
@@ -176,9 +182,52 @@ class Fortran(C):
                 # The user's own variable when the value is the user's: MPICH keeps its address
                 # and hands that to the callbacks (Open MPI copies the value).
                 f"        {ex_type} e_ = static_cast<{ex_type}>(extra_);\n"
-                f"        rt::forward_fortran(pmpi, copy_, delete_, {kv}, e_ == *{ex} ? {ex} : &e_, {self.ierr});\n"
+                f"        {self.forward(f'copy_, delete_, {kv}, e_ == *{ex} ? {ex} : &e_, {self.ierr}')};\n"
                 f"        return static_cast<int>(*{self.ierr});\n"
                 f"      }}")
+
+
+class F08(Fortran):
+    """How a `use mpi_f08` wrapper spells things: as mpif.h's (a TYPE(MPI_Comm) handle is a derived
+    type holding one INTEGER, passed by reference: an MPI_Fint*; LOGICAL flags and ADDRESS_KIND
+    values alike), but `ierror` is OPTIONAL (a null pointer when absent: the wrapper then works
+    with its own), and the call goes straight to the library's profiling twin (the profile's
+    f08_profiling_prefix): neither library's f08 bindings enter through the C or mpif.h ones."""
+
+    def __init__(self, fn, params):
+        super().__init__(fn, params)
+        self.stem = fn["symbol"][len("mpi_"):]
+
+    def forward(self, args):
+        return f"pmpi({args})"
+
+    def signature(self):
+        ierr = self.ierr
+        decls = [f"{d.rsplit(n, 1)[0].strip()} {n}_opt_" if n == ierr else d for d, n in self.params]
+        return f'extern "C" ATTRCHECK_EXPORT void {self.fn["symbol"]}({", ".join(decls)})'
+
+    def lookup(self):
+        return f'rt::f08_pmpi("{self.stem}")'
+
+    def prologue(self, api):
+        ierr = self.ierr
+        return [f"  MPI_Fint {ierr}_buf_ = MPI_SUCCESS;  // ierror absent",
+                f"  MPI_Fint* const {ierr} = {ierr}_opt_ ? {ierr}_opt_ : &{ierr}_buf_;"] + super().prologue(api)
+
+
+def f08_entries(spec):
+    """The `use mpi_f08` twins of the mpif.h entries spec["fortran_f08"] names."""
+    by_symbol = {fn["symbol"]: fn for fn in spec.get("fortran", [])}
+    out = []
+    for symbol in spec.get("fortran_f08", []):
+        if symbol not in by_symbol:
+            raise SpecError(f"fortran_f08: {symbol} is not a Fortran entry")
+        fn = dict(by_symbol[symbol])
+        if fn["binding"] != "aint" or fn.get("deprecated"):
+            raise SpecError(f"fortran_f08: {symbol}: mpi_f08 has no INTEGER-valued or deprecated attribute calls")
+        fn["symbol"] = symbol[:-1] + "_f08_"
+        out.append(fn)
+    return out
 
 
 def body(fn, lang):
@@ -321,6 +370,15 @@ def generate(spec, declared):
         if fn["binding"] not in ("aint", "int"):
             raise SpecError(f"{fn['symbol']}: binding must be 'aint' or 'int'")
         lang = Fortran(fn, parse_params(fn["params"], fn["symbol"]))
+        out.append(lang.signature() + " {")
+        out.extend(body(fn, lang))
+        out.append("}")
+        out.append("")
+        count += 1
+    out.append("// ---- `use mpi_f08` entry points: the Fortran ones' twins ----")
+    out.append("")
+    for fn in f08_entries(spec):
+        lang = F08(fn, parse_params(fn["params"], fn["symbol"]))
         out.append(lang.signature() + " {")
         out.extend(body(fn, lang))
         out.append("}")

@@ -59,7 +59,7 @@ def profiles(path=DEF):
         if kind == "LIBRARY":
             p = {"enum": a[0], "id": a[1], "name": a[2], "marker": a[3], "null_callbacks_are_null": a[4],
                  "fortran_enters_through_c": a[5], "fortran_predefined_key_offset": a[6],
-                 "exit_without_finalize": a[7], "divergences": {},
+                 "exit_without_finalize": a[7], "f08_profiling_prefix": a[8], "divergences": {},
                  "error_classes": {}}
             libs[a[1]] = by_enum[a[0]] = p
         elif kind == "DIVERGENCE":

@@ -148,7 +148,7 @@ int call_copy(ObjectKind kind, Binding lang, void* fn, Handle old, int key, std:
     reinterpret_cast<FortranIntCopy>(fn)(&object, &fkey, &e, &v_in, &v_out, &logical, &ierr);
     *out = static_cast<std::uint64_t>(static_cast<std::int64_t>(v_out));
   }
-  *flag = logical ? 1 : 0;
+  *flag = logical;  // as the callback left it: run_copy reports a LOGICAL that is neither .TRUE. nor .FALSE.
   return ierr;
 }
 
@@ -243,6 +243,33 @@ bool teardown_delete(ObjectKind kind, Handle object) noexcept {
 
 // ---- trampolines: what the library calls in shadow mode ----------------------------------------
 
+// A C copy callback of a Fortran-set attribute is handed a pointer to the stored integer (MPICH:
+// to a copy on its stack, gone by the time the run is replayed; the model: to its own cell). If
+// `in` points at the value the model holds, the run is recorded with the model's pointer, so the
+// replay compares like with like; else as passed.
+std::uint64_t as_model_pointer(ObjectKind kind, Handle old, int engine_id, const void* in) noexcept {
+  const std::uint64_t passed = reinterpret_cast<std::uintptr_t>(in);
+  if (!in) return passed;
+  Engine& e = *state().engine;
+  std::uint64_t c_word = 0, f_word = 0;
+  int found = 0;
+  if (!e.get_attr(kind, old, engine_id, Binding::C, &c_word, &found).ok() || !found || c_word == passed) return passed;
+  if (!e.get_attr(kind, old, engine_id, Binding::FortranAint, &f_word, &found).ok() || !found || f_word == c_word)
+    return passed;  // set from C: the model's C read is the value itself
+  const auto v = static_cast<std::int64_t>(f_word);
+  bool same;
+  if (v >= INT32_MIN && v <= INT32_MAX) {  // (an MPI_ATTR_PUT value: only 4 bytes may be there)
+    std::int32_t low;
+    std::memcpy(&low, in, sizeof low);
+    same = low == static_cast<std::int32_t>(v);
+  } else {
+    std::int64_t whole;
+    std::memcpy(&whole, in, sizeof whole);
+    same = whole == v;
+  }
+  return same ? c_word : passed;
+}
+
 template <ObjectKind K, typename Obj>
 int trampoline_copy_fn(Obj old, int key, void* extra, void* in, void* out, int* flag) {
   auto* rec = static_cast<KeyRecord*>(extra);
@@ -251,8 +278,9 @@ int trampoline_copy_fn(Obj old, int key, void* extra, void* in, void* out, int* 
                           reinterpret_cast<std::uintptr_t>(in), &value_out, flag, rec->engine_id.load());
   if (rc == MPI_SUCCESS && *flag) std::memcpy(out, &value_out, sizeof(void*));
   if (Replay* r = t_replay) {
-    r->seen.push_back(Observation{true, K, handle(old), rec->engine_id.load(std::memory_order_relaxed),
-                                  reinterpret_cast<std::uintptr_t>(in), rc, *flag, value_out, false});
+    const int engine_id = rec->engine_id.load(std::memory_order_relaxed);
+    r->seen.push_back(Observation{true, K, handle(old), engine_id, as_model_pointer(K, handle(old), engine_id, in), rc,
+                                  *flag, value_out, false});
   }
   return rc;
 }
@@ -274,6 +302,95 @@ int trampoline_delete_fn(Obj object, int key, void* value, void* extra) {
   return rc;
 }
 
+// The library calls a Fortran keyval's callbacks with the user's extra_state (MPICH keeps the
+// address of the user's variable and passes that on), so the Fortran trampolines find the record
+// by the keyval the library passes them instead. It is mapped from the keyval's creation until
+// the library has destroyed it (the quarantine holds frees back; keyvals.cpp).
+KeyRecord* fortran_record(MPI_Fint key) noexcept { return record_for(to_engine_key_shadow(c_keyval(key))); }
+
+Handle c_handle(ObjectKind kind, MPI_Fint f) noexcept {
+  switch (kind) {
+    case ObjectKind::Comm: return handle(PMPI_Comm_f2c(f));
+    case ObjectKind::Type: return handle(PMPI_Type_f2c(f));
+    case ObjectKind::Win: return handle(PMPI_Win_f2c(f));
+  }
+  return 0;
+}
+
+template <typename V>
+constexpr Binding kFortranBinding = std::is_same_v<V, MPI_Aint> ? Binding::FortranAint : Binding::FortranInt;
+template <typename V>
+inline std::uint64_t fortran_word(V v) noexcept { return static_cast<std::uint64_t>(static_cast<std::int64_t>(v)); }
+
+// V: MPI_Aint (MPI-2 callbacks) or MPI_Fint (MPI_KEYVAL_CREATE's). The user's callback runs as the
+// engine runs it in emulate mode (run_copy / run_delete), with the values the library passed.
+template <ObjectKind K, typename V>
+void fortran_trampoline_copy_fn(MPI_Fint* old, MPI_Fint* key, V* extra, V* in, V* out, MPI_Fint* flag, MPI_Fint* ierr) {
+  KeyRecord* rec = fortran_record(*key);
+  if (!rec || !rec->copy_fn) {  // cannot happen while the library holds the keyval: not copied
+    *flag = 0;
+    *ierr = MPI_ERR_INTERN;
+    return;
+  }
+  const int engine_id = rec->engine_id.load(std::memory_order_relaxed);
+  const Handle h = c_handle(K, *old);
+  const std::uint64_t value_in = fortran_word(*in);
+  std::uint64_t value_out = 0;
+  int logical = 0;
+  const int rc = run_copy(K, kFortranBinding<V>, rec->copy_fn, h, *key, fortran_word(*extra), value_in, &value_out,
+                          &logical, engine_id);
+  *out = static_cast<V>(value_out);
+  *flag = logical;
+  *ierr = rc;
+  if (Replay* r = t_replay) r->seen.push_back(Observation{true, K, h, engine_id, value_in, rc, logical, value_out, false});
+}
+
+// Where the library is known to pass Fortran delete callbacks a wrong handle (the profile's
+// WrongHandle divergence), the handle says nothing about the object: the callback's frame then
+// names no object (no callback.reentrant on an object it merely seems to be for) and is not
+// taken for MPI_Finalize's teardown (no callback.after-finalize on that ground).
+template <ObjectKind K, typename V>
+void fortran_trampoline_delete_fn(MPI_Fint* object, MPI_Fint* key, V* value, V* extra, MPI_Fint* ierr) {
+  using Fn = void (*)(MPI_Fint*, MPI_Fint*, V*, V*, MPI_Fint*);
+  static const bool trusted = !known_divergence(DivergenceSite::WrongHandle, "");
+  KeyRecord* rec = fortran_record(*key);
+  if (!rec || !rec->delete_fn) {
+    *ierr = MPI_ERR_INTERN;
+    return;
+  }
+  const int engine_id = rec->engine_id.load(std::memory_order_relaxed);
+  const Handle h = c_handle(K, *object);
+  CbFrame frame{rec->delete_fn, trusted ? h : ~Handle{0}, current_call_name(), nullptr, *key, K, false,
+                trusted && teardown_delete(K, h)};
+  const int rc = run_delete_as(frame, engine_id, [&] {
+    reinterpret_cast<Fn>(rec->delete_fn)(object, key, value, extra, ierr);
+    return static_cast<int>(*ierr);
+  });
+  *ierr = rc;
+  if (Replay* r = t_replay)
+    r->seen.emplace_back() = Observation{false, K, h, engine_id, fortran_word(*value), rc, 0, 0, false, *object};
+}
+
+template <typename V>
+void* fortran_trampoline_copy(ObjectKind kind) noexcept {
+  switch (kind) {
+    case ObjectKind::Comm: return reinterpret_cast<void*>(&fortran_trampoline_copy_fn<ObjectKind::Comm, V>);
+    case ObjectKind::Type: return reinterpret_cast<void*>(&fortran_trampoline_copy_fn<ObjectKind::Type, V>);
+    case ObjectKind::Win: return reinterpret_cast<void*>(&fortran_trampoline_copy_fn<ObjectKind::Win, V>);
+  }
+  return nullptr;
+}
+
+template <typename V>
+void* fortran_trampoline_delete(ObjectKind kind) noexcept {
+  switch (kind) {
+    case ObjectKind::Comm: return reinterpret_cast<void*>(&fortran_trampoline_delete_fn<ObjectKind::Comm, V>);
+    case ObjectKind::Type: return reinterpret_cast<void*>(&fortran_trampoline_delete_fn<ObjectKind::Type, V>);
+    case ObjectKind::Win: return reinterpret_cast<void*>(&fortran_trampoline_delete_fn<ObjectKind::Win, V>);
+  }
+  return nullptr;
+}
+
 // ---- the engine's invoker: emulate runs user code, shadow replays the library's runs -----------
 
 constexpr int kFlagUnset = 0x5eed;
@@ -292,12 +409,6 @@ void value_divergence(const Replay& r, const char* which, std::uint64_t passed, 
 }
 
 int replay_copy(Replay& r, const CopyCall& c, std::uint64_t* out, int* flag) {
-  const KeyRecord* rec = record_for(c.keyval);
-  if (rec && !rec->observed) {
-    // Its callbacks ran unwrapped (Fortran): what they did is what the library now holds.
-    *flag = r.has_fresh && library_attr(c.kind, r.fresh, rec->user_id, out, rec->lang) ? 1 : 0;
-    return MPI_SUCCESS;
-  }
   for (Observation& o : r.seen) {
     if (o.used || !o.copy || o.object != c.old_object || o.engine_id != c.keyval) continue;
     o.used = true;
@@ -316,7 +427,6 @@ int replay_copy(Replay& r, const CopyCall& c, std::uint64_t* out, int* flag) {
 
 int replay_delete(Replay& r, const DeleteCall& c) {
   const KeyRecord* rec = record_for(c.keyval);
-  if (rec && !rec->observed) return MPI_SUCCESS;  // ran unwrapped (Fortran): not observable
   const int user_key = rec ? rec->user_id : c.keyval;
   if (r.has_ordered_object && c.object == r.ordered_object) {
     for (const Observation& o : r.seen) {
@@ -333,6 +443,30 @@ int replay_delete(Replay& r, const DeleteCall& c) {
     if (c.lang == Binding::C && c.repr == Binding::C && o.value_in != c.value)
       value_divergence(r, "delete", o.value_in, c.value, user_key);
     return o.rc;
+  }
+  // A Fortran delete callback the library ran for this keyval, but passed another object's handle
+  // (Open MPI 4.1.4 passes 0): the run is this one; the handle is a divergence of its own.
+  if (rec && rec->lang != Binding::C) {
+    for (Observation& o : r.seen) {
+      if (o.used || o.copy || o.engine_id != c.keyval || o.kind != c.kind) continue;
+      o.used = true;
+      char d[200];
+      Appender a{d, sizeof d};
+      // (No handle conversions here: this may run after the library's MPI_Finalize.)
+      a.put("passed Fortran handle ");
+      a.num(o.fortran_object);
+      a.put(" to a Fortran delete callback for ");
+      const char* name = object_name(c.kind, c.object);
+      if (name) {
+        a.put(name);
+      } else {
+        a.put(to_string(c.kind));
+        a.put(" ");
+        a.hex(c.object);
+      }
+      divergence(*r.call, d, true, user_key, DivergenceSite::WrongHandle);
+      return o.rc;
+    }
   }
   const bool optional = r.lenient || c.cause == CallbackCause::DupRollback ||
                         (c.cause == CallbackCause::Finalize && c.object != state().self);
@@ -367,7 +501,9 @@ class RuntimeInvoker final : public CallbackInvoker {
 
 CallbackInvoker* new_invoker() { return new RuntimeInvoker; }
 
-void* trampoline_copy(ObjectKind kind) noexcept {
+void* trampoline_copy(ObjectKind kind, Binding lang) noexcept {
+  if (lang != Binding::C)
+    return lang == Binding::FortranAint ? fortran_trampoline_copy<MPI_Aint>(kind) : fortran_trampoline_copy<MPI_Fint>(kind);
   switch (kind) {
     case ObjectKind::Comm: return reinterpret_cast<void*>(&trampoline_copy_fn<ObjectKind::Comm, MPI_Comm>);
     case ObjectKind::Type: return reinterpret_cast<void*>(&trampoline_copy_fn<ObjectKind::Type, MPI_Datatype>);
@@ -376,7 +512,9 @@ void* trampoline_copy(ObjectKind kind) noexcept {
   return nullptr;
 }
 
-void* trampoline_delete(ObjectKind kind) noexcept {
+void* trampoline_delete(ObjectKind kind, Binding lang) noexcept {
+  if (lang != Binding::C)
+    return lang == Binding::FortranAint ? fortran_trampoline_delete<MPI_Aint>(kind) : fortran_trampoline_delete<MPI_Fint>(kind);
   switch (kind) {
     case ObjectKind::Comm: return reinterpret_cast<void*>(&trampoline_delete_fn<ObjectKind::Comm, MPI_Comm>);
     case ObjectKind::Type: return reinterpret_cast<void*>(&trampoline_delete_fn<ObjectKind::Type, MPI_Datatype>);

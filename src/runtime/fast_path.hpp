@@ -159,8 +159,10 @@ inline bool same_answer(Binding as, const void* value_out, int flag, int model_f
 
 // Shadow mode: compares the library's answer (rc, and what it stored) with the model's and
 // reports a difference as impl.divergence; returns rc.
-int compare_with_model(const Call& call, int key, int rc, const void* value_out, const int* flag,
-                       int model_flag, std::uint64_t model_word) noexcept;
+// (h, engine_key: the attribute's, for a C read of a Fortran-set value, which both answer with a
+// pointer to their own copy of the integer: the integers are compared.)
+int compare_with_model(const Call& call, Handle h, int key, int engine_key, int rc, const void* value_out,
+                       const int* flag, int model_flag, std::uint64_t model_word) noexcept;
 
 // Shadow mode: forwards the get and compares the library's answer with the cached model answer.
 template <typename Forward>
@@ -171,7 +173,8 @@ inline int cross_check(const Api& api, const void* caller, const QueryCache::Ent
   const int rc = forward();
   if (__builtin_expect(rc == MPI_SUCCESS && same_answer(api.binding, value_out, *flag, model_flag, model_word), 1))
     return rc;
-  return compare_with_model(Call{&api, caller}, q.key(), rc, value_out, flag, model_flag, model_word);
+  return compare_with_model(Call{&api, caller}, q.object, q.key(), q.engine_key, rc, value_out, flag, model_flag,
+                            model_word);
 }
 
 }  // namespace attrcheck::rt

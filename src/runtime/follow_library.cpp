@@ -1,6 +1,9 @@
 // Shadow mode: where the model follows what the library did after a call it ran differently from
 // the standard (the difference itself is reported as impl.divergence), so that later calls are
-// compared like with like instead of repeating the same difference at every use.
+// compared like with like instead of repeating the same difference at every use; and where the
+// library's answer and the model's are alike though their words differ.
+#include <cstring>
+
 #include "runtime/runtime.hpp"
 
 namespace attrcheck::rt {
@@ -21,6 +24,35 @@ void follow_failed_free(const Call& call, ObjectKind kind, Handle h) {
     divergence(call, "dropped an attribute whose delete callback failed, though the free failed", true, rec->user_id,
                DivergenceSite::DroppedAttribute);
   }
+}
+
+bool same_fortran_value(ObjectKind kind, Handle h, int engine_key, const void* value_out) noexcept {
+  void* library = nullptr;
+  std::memcpy(&library, value_out, sizeof library);
+  if (!library) return false;
+  std::vector<AttributeInfo> attributes;
+  try {
+    attributes = state().engine->attributes(kind, h);
+  } catch (...) {  // (out of memory: no verdict, the difference is reported)
+    return false;
+  }
+  for (const AttributeInfo& a : attributes) {
+    if (a.keyval != engine_key) continue;
+    // The standard: a C read of a value set from Fortran gets a pointer to the stored MPI_Aint
+    // (MPI_COMM_SET_ATTR) or int (MPI_ATTR_PUT); each side points at its own copy.
+    if (a.repr == Binding::FortranAint) {
+      MPI_Aint v;
+      std::memcpy(&v, library, sizeof v);
+      return static_cast<std::uint64_t>(v) == a.value;
+    }
+    if (a.repr == Binding::FortranInt) {
+      MPI_Fint v;
+      std::memcpy(&v, library, sizeof v);
+      return static_cast<std::uint64_t>(static_cast<std::int64_t>(v)) == a.value;
+    }
+    return false;
+  }
+  return false;
 }
 
 }  // namespace attrcheck::rt

@@ -27,7 +27,8 @@ constexpr KnownDivergence kDivergences[] = {
 
 const KnownDivergence* known_divergence(DivergenceSite site, const char* call) noexcept {
   for (const KnownDivergence& d : kDivergences)
-    if (d.library == kBuiltLibrary && d.site == site && call && !strcasecmp(d.call, call)) return &d;  // (Fortran: MPI_COMM_FREE)
+    if (d.library == kBuiltLibrary && d.site == site && call && (!std::strcmp(d.call, "*") || !strcasecmp(d.call, call)))
+      return &d;  // (Fortran: MPI_COMM_FREE)
   return nullptr;
 }
 
@@ -38,6 +39,15 @@ void check_library(const char* version) noexcept {
                "attrcheck: warning: built against %s, but the MPI library in use is \"%s\"; the checks assume %s's "
                "behaviour\n",
                kProfile.name, version, kProfile.name);
+}
+
+void* f08_pmpi(const char* stem) noexcept {
+  char name[96];
+  const std::size_t prefix = std::strlen(kProfile.f08_profiling_prefix), length = std::strlen(stem);
+  if (prefix + length >= sizeof name) return nullptr;
+  std::memcpy(name, kProfile.f08_profiling_prefix, prefix);
+  std::memcpy(name + prefix, stem, length + 1);
+  return fortran_pmpi(name);
 }
 
 const PredefinedFn* find_predefined_fn(const void* fn, bool copy, ObjectKind kind, Binding lang) noexcept {
@@ -51,6 +61,9 @@ const PredefinedFn* find_predefined_fn(const void* fn, bool copy, ObjectKind kin
     const char* fortran;  // the Fortran one's symbol
     PredefinedFn what;
   };
+  // `use mpi_f08`'s are module procedures of mpi_f08_callbacks (gfortran's mangling; no MPI-1
+  // ones there), distinct from mpif.h's in both libraries.
+  static const char* const f08_prefix = "__mpi_f08_callbacks_MOD_";
   // The kind-specific names first: where addresses coincide (MPICH's C constants: MPI_DUP_FN is
   // MPI_COMM_DUP_FN, every null one is 0) the first match wins, so nothing is called deprecated
   // that cannot be told apart.
@@ -71,8 +84,14 @@ const PredefinedFn* find_predefined_fn(const void* fn, bool copy, ObjectKind kin
   constexpr std::size_t kEntries = sizeof table / sizeof table[0];
   // Fortran's are real functions in both libraries (distinct in MPICH too), found by name.
   static const void* const* fortran = [] {
-    static const void* addresses[kEntries];
-    for (std::size_t i = 0; i < kEntries; ++i) addresses[i] = fortran_pmpi(table[i].fortran);
+    static const void* addresses[2 * kEntries];
+    for (std::size_t i = 0; i < kEntries; ++i) {
+      addresses[i] = fortran_pmpi(table[i].fortran);
+      char f08[80];  // mpi_comm_dup_fn_ -> __mpi_f08_callbacks_MOD_mpi_comm_dup_fn
+      std::snprintf(f08, sizeof f08, "%s%.*s", f08_prefix, static_cast<int>(std::strlen(table[i].fortran) - 1),
+                    table[i].fortran);
+      addresses[kEntries + i] = table[i].what.deprecated ? nullptr : fortran_pmpi(f08);
+    }
     return addresses;
   }();
   static thread_local PredefinedFn hit;
@@ -80,7 +99,8 @@ const PredefinedFn* find_predefined_fn(const void* fn, bool copy, ObjectKind kin
   const int k = static_cast<int>(kind);
   for (std::size_t i = 0; i < kEntries; ++i) {
     const PredefinedFn& p = table[i].what;
-    if (p.copy != copy || (lang == Binding::C ? table[i].fn : fortran[i]) != fn) continue;
+    if (p.copy != copy) continue;
+    if (lang == Binding::C ? table[i].fn != fn : fortran[i] != fn && (!fn || fortran[kEntries + i] != fn)) continue;
     hit = p;
     if (p.deprecated)  // the replacement for this object kind
       hit.deprecated = p.copy ? (p.action == kDup ? dup[k] : null_copy[k]) : null_delete[k];

@@ -28,6 +28,7 @@ struct MpiProfile {
   bool fortran_enters_through_c;
   int fortran_predefined_key_offset;
   const char* exit_without_finalize;  // the launcher's status when a rank exits without MPI_Finalize
+  const char* f08_profiling_prefix;   // "pmpi_": the use mpi_f08 bindings' profiling twins
 };
 
 // Selected at build time from mpi.h.
@@ -39,11 +40,11 @@ inline constexpr Library kBuiltLibrary = Library::Mpich;
 inline constexpr Library kBuiltLibrary = Library::Unknown;
 #endif
 
-#define LIBRARY(Enum, id, name, marker, null_fns, through_c, fortran_key_offset, exit_status) \
-  {Library::Enum, id, name, marker, null_fns, through_c, fortran_key_offset, exit_status},
+#define LIBRARY(Enum, id, name, marker, null_fns, through_c, fortran_key_offset, exit_status, f08_prefix) \
+  {Library::Enum, id, name, marker, null_fns, through_c, fortran_key_offset, exit_status, f08_prefix},
 inline constexpr MpiProfile kProfiles[] = {
 #include "runtime/mpi_profile.def"
-    {Library::Unknown, "unknown", "an unknown MPI library", "", false, false, 0, "nonzero"},
+    {Library::Unknown, "unknown", "an unknown MPI library", "", false, false, 0, "nonzero", "pmpi_"},
 };
 #undef LIBRARY
 #undef DIVERGENCE
@@ -57,6 +58,11 @@ inline constexpr const MpiProfile& profile_of(Library l) {
 // The profile of the library attrcheck is built against (a compile-time constant: tests of its
 // flags cost nothing on hot paths).
 inline constexpr const MpiProfile& kProfile = profile_of(kBuiltLibrary);
+
+// The library's `use mpi_f08` profiling entry point for `stem` ("comm_set_attr_f08_"): the
+// profile's prefix + stem, looked up at first use (libmpi_usempif08 / libmpifort is loaded only by
+// Fortran programs). nullptr if absent.
+void* f08_pmpi(const char* stem) noexcept;
 
 // A keyval as a Fortran program passes it, as the C checks know it: the predefined keys' Fortran
 // numbers mapped to the C ones (fortran_predefined_key_offset), others unchanged.
@@ -81,6 +87,7 @@ enum class DivergenceSite : unsigned char {
   SelfDeleteOrder,   // MPI_Finalize ran MPI_COMM_SELF's delete callbacks out of order
   ResultDiffers,     // the library succeeded where the standard's model failed on a callback
   DroppedAttribute,  // a call that failed on a delete callback dropped the attribute anyway
+  WrongHandle,       // the library passed a callback another object's handle
   Unclassified,      // anything else (values, answers): never a known divergence
 };
 
@@ -94,8 +101,8 @@ struct KnownDivergence {
   const char* standard;   // what the standard says (where)
 };
 
-// The built library's known divergence for a difference seen at `site` during `call`, or
-// nullptr (then it is a divergence nobody has recorded: reported all the same).
+// The built library's known divergence for a difference seen at `site` during `call` (a
+// divergence whose call is "*" is seen during any call), or nullptr (then it is a divergence nobody has recorded: reported all the same).
 const KnownDivergence* known_divergence(DivergenceSite site, const char* call) noexcept;
 
 // Checks, once MPI runs, that MPI_Get_library_version names the library attrcheck was built

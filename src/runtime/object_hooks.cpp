@@ -63,12 +63,10 @@ int on_dup(const Call& call, Handle old, const FnRef<int(Handle*)>& forward, con
     // A copy callback's flag other than 0 or 1 means whatever the library made of it (the
     // standard says "non-zero copies", Open MPI copies only on 1): ask the library, so the model
     // follows it instead of calling its choice a divergence (callback.bad-flag was reported).
-    replay.replay().fresh = fresh;  // unobserved (Fortran) callbacks: the library says what they did
-    replay.replay().has_fresh = true;
     for (Observation& o : replay.replay().seen) {
       if (!o.copy || o.rc != MPI_SUCCESS || o.flag == 0 || o.flag == 1) continue;
       const KeyRecord* rec = record_for(o.engine_id);
-      o.flag = rec && library_attr(kind, fresh, rec->user_id, &o.value_out) ? 1 : 0;
+      o.flag = rec && library_attr(kind, fresh, rec->user_id, &o.value_out, rec->lang) ? 1 : 0;
     }
     note_created(kind, fresh);
     e.forget_object(kind, fresh);  // a stale registration of a reused handle, if any

@@ -36,7 +36,6 @@ struct KeyRecord {
   void* delete_fn = nullptr;
   std::uint64_t extra_state = 0;  // the pointer (C) or the integer (Fortran) the user gave
   Binding lang = Binding::C;      // the callbacks' language
-  bool observed = true;           // shadow: the library runs them through our trampolines
 };
 
 // A callback the library (shadow) or the engine (emulate) ran, as the trampoline saw it.
@@ -50,6 +49,7 @@ struct Observation {
   int flag;
   std::uint64_t value_out;
   bool used;
+  MPI_Fint fortran_object = 0;  // a Fortran callback's handle as the library passed it
 };
 
 // A list that keeps its first N elements inline: the usual forwarded call sees a callback or
@@ -99,8 +99,6 @@ class InlineList {
 // mirror of that call from them (shadow mode): the engine never runs user code twice.
 struct Replay {
   const Call* call = nullptr;
-  Handle fresh = 0;            // dup: the new object (unobserved callbacks: ask the library)
-  bool has_fresh = false;
   bool lenient = false;        // missing / extra callbacks are expected (no divergence)
   Handle ordered_object = 0;   // delete callbacks on this object must come in the engine's order
   bool has_ordered_object = false;
@@ -233,8 +231,8 @@ MPI_Fint fortran_handle(ObjectKind kind, Handle h) noexcept;
 // Callback plumbing (callbacks.cpp).
 CallbackInvoker* new_invoker();  // the engine's: runs user callbacks, or replays the library's runs
 const char* current_call_name() noexcept;  // the intercepted call on this thread, for findings
-void* trampoline_copy(ObjectKind kind) noexcept;
-void* trampoline_delete(ObjectKind kind) noexcept;
+void* trampoline_copy(ObjectKind kind, Binding lang = Binding::C) noexcept;
+void* trampoline_delete(ObjectKind kind, Binding lang = Binding::C) noexcept;
 // Callbacks running on this thread: the frames from t_cb_top (fast_path.hpp).
 bool in_callback_for_slow(ObjectKind kind, Handle h) noexcept;
 bool in_teardown_callback_slow() noexcept;
@@ -334,6 +332,9 @@ void divergence(const Call& call, const char* detail, bool has_keyval = false, i
 // Shadow mode, after a free the library and the model both failed: attributes the library
 // dropped all the same are dropped from the model (and reported).
 void follow_failed_free(const Call& call, ObjectKind kind, Handle h);
+// A C get the library answered with a pointer: whether the attribute was set from Fortran and the
+// library's pointer points at its value (both sides return their own copy's address).
+bool same_fortran_value(ObjectKind kind, Handle h, int engine_key, const void* value_out) noexcept;
 const char* object_name(ObjectKind kind, Handle h) noexcept;
 const char* kind_noun(ObjectKind kind) noexcept;  // "communicator", "datatype", "window"
 

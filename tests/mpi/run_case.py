@@ -3,7 +3,7 @@
 
 A case is a C, C++ or Fortran program whose first comment lines (// or !) say what must happen:
   // attrcheck-test: np=2 modes=shadow,emulate
-  // expect: keyval.double-free keyval.leak     rules that must be reported
+  // expect: keyval.double-free keyval.leak     rules that must be reported (repeatable)
   // clean                                       no error or warning besides the expected rules
   // exit: 0 | nonzero | signal | without-finalize  how the program must end (default 0);
                                                without-finalize: what the library's launcher
@@ -14,6 +14,10 @@ A case is a C, C++ or Fortran program whose first comment lines (// or !) say wh
   // expect-everywhere: keyval.leak              the rule is reported on every one of them
   // expect-message: RULE TEXT                   some RULE finding's message contains TEXT (repeatable)
   // expect-where: RULE FUNCTION                 every RULE finding's site is symbolized to FUNCTION
+  // expect-at: RULE FILE:LINE                   some RULE finding's site (or a frame of its stack)
+                                               is symbolized to FILE:LINE (FILE: the base name;
+                                               LINE or FIRST-LAST: a callback's entry address
+                                               maps to one of its lines, as the compiler chose)
   // expect-provenance: RULE FUNCTION:LINE WHAT  every RULE finding has a provenance stack WHAT (e.g.
                                                "exception thrown") whose first frame is FUNCTION:LINE
   // rank-symbolized: RULE FUNCTION FILE         in the rank reports as written (before any offline
@@ -87,6 +91,24 @@ import mpi_config  # noqa: E402
 TIMEOUT = 120
 
 
+def finding_places(finding, stacks):
+    """'file.f90:12' for the finding's site and each symbolized frame of its stack and its
+    provenance's stacks (`stacks`: the report's depot, id -> frames)."""
+    frames = [finding.get("site") or {}]
+    ids = [finding.get("stack")] + [p.get("stack") for p in finding.get("provenance") or []]
+    for i in ids:
+        frames += stacks.get(i, [])
+    return [f"{os.path.basename(f['file'])}:{f['line']}" for f in frames if f.get("file") and f.get("line")]
+
+
+def at_matches(at, place):
+    """expect-at's FILE:LINE or FILE:FIRST-LAST against a symbolized 'file:line'."""
+    file, _, lines = at.rpartition(":")
+    pfile, _, pline = place.rpartition(":")
+    first, _, last = lines.partition("-")
+    return file == pfile and int(first) <= int(pline) <= int(last or first)
+
+
 def _named(frame, function, file):
     return (frame.get("symbolized") is True and frame.get("function") == function
             and os.path.basename(frame.get("file", "")) == file and frame.get("line", 0) > 0)
@@ -128,8 +150,8 @@ def rank_symbolization_failures(out, want):
 def header(source):
     spec = {"np": 2, "modes": ["shadow", "emulate"], "expect": [], "clean": False, "exit": "0", "native": None,
             "env": {}, "divergence": [], "expect_unless": [], "status": None,
-            "processes": None, "everywhere": [], "messages": [], "where": [], "provenance": [], "skip_on": {},
-            "rank_symbolized": []}
+            "processes": None, "everywhere": [], "messages": [], "where": [], "at": [], "provenance": [],
+            "skip_on": {}, "rank_symbolized": []}
     with open(source) as f:
         for line in f:
             line = line.strip()
@@ -147,7 +169,7 @@ def header(source):
                     elif key == "modes":
                         spec["modes"] = value.split(",")
             elif body.startswith("expect:"):
-                spec["expect"] = body.split(":", 1)[1].split()
+                spec["expect"] += body.split(":", 1)[1].split()
             elif body == "clean":
                 spec["clean"] = True
             elif body.startswith("exit:"):
@@ -171,6 +193,9 @@ def header(source):
             elif body.startswith("expect-where:"):
                 rule, function = body.split(":", 1)[1].split()
                 spec["where"].append((rule, function))
+            elif body.startswith("expect-at:"):
+                rule, at = body.split(":", 1)[1].split()
+                spec["at"].append((rule, at))
             elif body.startswith("expect-provenance:"):
                 rule, at, what = body.split(":", 1)[1].strip().split(None, 2)
                 spec["provenance"].append((rule, at, what))
@@ -287,6 +312,11 @@ def main():
         sites = [(f.get("site") or {}).get("function") for f in merged["findings"] if f["rule"] == rule]
         if not sites or any(s != function for s in sites):
             failures.append(f"{rule} should be at {function}, is at {sites}")
+    for rule, at in spec["at"]:
+        stacks = {st["id"]: st["frames"] for st in merged.get("stacks") or []}
+        places = [place for f in merged["findings"] if f["rule"] == rule for place in finding_places(f, stacks)]
+        if not any(at_matches(at, place) for place in places):
+            failures.append(f"{rule} should be at {at}, is at {sorted(set(places))}")
     stacks = {st["id"]: st.get("frames", []) for st in merged.get("stacks", [])}
     for rule, at, what in spec["provenance"]:
         for f in [f for f in merged["findings"] if f["rule"] == rule] or [{}]:

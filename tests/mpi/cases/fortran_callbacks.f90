@@ -1,4 +1,5 @@
 ! attrcheck-test: np=2 modes=shadow,emulate
+! divergence: fortran-delete-callback-wrong-handle
 ! clean
 ! exit: 0
 ! native: same-stdout

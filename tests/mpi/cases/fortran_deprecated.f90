@@ -1,5 +1,6 @@
 ! attrcheck-test: np=2 modes=shadow,emulate
 ! expect: deprecated.call
+! divergence: fortran-delete-callback-wrong-handle
 ! clean
 ! exit: 0
 ! native: same-stdout
