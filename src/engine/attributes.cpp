@@ -27,7 +27,15 @@ Result Engine::Impl::set_attr(ObjectKind kind, Handle h, KeyvalId key, Binding f
   }
   // Only this thread could change the object meanwhile, and re-entrant changes were refused, so
   // the attribute is still there, where it was unless the callback's other changes moved it.
-  return store_set(o, k, find_attr(o->table.load(std::memory_order_relaxed), key), key, from, value, origin);
+  rec = find_attr(o->table.load(std::memory_order_relaxed), key);
+  // Replacing a C value with a C value needs no cell and changes no count (as in set_attr_ran):
+  // saves store_set / put_at (emulate set: 489 -> ~445 instructions, Open MPI, callgrind).
+  if (rec && from == Binding::C && repr_of(*rec) == Binding::C) {
+    WriteSection ws(seq_);
+    store_value(o, rec, static_cast<std::uint32_t>(Binding::C), value, origin);
+    return {};
+  }
+  return store_set(o, k, rec, key, from, value, origin);
 }
 
 // Engine::find_set_cursor: set_attr's checks, remembered.

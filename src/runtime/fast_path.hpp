@@ -103,6 +103,7 @@ struct PendingSet {
   std::uint32_t stamp = 0;   // when the last set of the query was made (they apply in this order)
   const void* site = nullptr;  // where the last set was made (its call site)
   bool replaced = false;     // the first deferred set replaced a value with a user delete callback
+  bool inserted = false;     // the first deferred set made the attribute (none was set before)
 };
 struct PendingSets {
   static constexpr int kMax = 128;

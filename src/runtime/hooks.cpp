@@ -510,9 +510,85 @@ int on_get_attr(const Call& call, Handle h, int key, void* value_out, int* flag,
   return compare_with_model(call, h, key, engine_key, rc, value_out, flag, model_flag, model);
 }
 
-int on_delete_attr(const Call& call, Handle h, int key, const FnRef<int()>& forward) {
+namespace {
+// Shadow mode: mirrors a delete the library answered with rc (`replay`: the callbacks it ran).
+int mirror_library_delete(const Call& call, Handle h, int key, int engine_key, int rc, ReplayScope& replay) {
+  const ObjectKind kind = call.api->kind;
+  if (rc != MPI_SUCCESS) replay.replay().lenient = true;
+  if (refused_unknown(call, kind, h, rc, replay)) return rc;
+  if (rc == MPI_SUCCESS && mirror_plain_delete(replay, call, h, key)) return rc;
+  const Result res = state().engine->delete_attr(kind, h, engine_key);
+  replay.finish();
+  if ((rc == MPI_SUCCESS) != res.ok()) result_divergence(call, rc, res, key);
+  return rc;
+}
+
+// Shadow mode, the delete of an attribute whose set this thread deferred (fast_path.hpp,
+// "Deferred sets") and that no attribute preceded: the pair cancels out. The engine still holds
+// the state before the set (no attribute), so once the library has deleted the value running
+// what the standard requires (the set value's delete callback, successfully, or nothing), the
+// pending set is dropped and the engine is left alone: no set applied, no delete mirrored
+// (set + delete [user] ~1,780 -> ~1,330 instructions, Open MPI, callgrind). The checks the full
+// hook would make hold: the query was found valid at the current layout, and its current
+// answer (the pending set's) says the attribute is present. Called before enter(), which would
+// apply the set. False, with nothing done, if the call is not such a delete; true: the call was
+// made, and *rc is what it returns (anything unexpected is mirrored the usual way).
+bool delete_cancels_set(const Call& call, Handle h, int key, const FnRef<int()>& forward, int* rc) {
+  if (__builtin_expect(t_pending.count == 0, 1) || t_cb_top || call.api->replacement) return false;
+  const Runtime& r = state();
+  if (static_cast<Phase>(r.phase.load(std::memory_order_acquire)) != Phase::Running ||
+      r.limited.load(std::memory_order_relaxed))
+    return false;
+  QueryCache::Entry* q = t_queries.find(call.api->kind, call.api->binding, h, key, layout_stamp());
+  const std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
+  if (!q || !q->pending || !q->cursor.object || !QueryCache::has_answer(*q, version) ||
+      !t_pending.sets[q->pending - 1].inserted)
+    return false;
   CallScope scope(call);
+  const int engine_key = q->engine_key;
+  const std::uint64_t word = q->word;
+  const std::uint8_t pending = q->pending;
+  const bool user_delete = q->user_delete;
+  t_adopted.set = false;
+  ReplayScope replay(call, false);
+  *rc = forward();
+  // Nothing moved while the library ran (its callback may call MPI, which applies the set).
+  bool plain = *rc == MPI_SUCCESS && q->pending == pending && q->object == h && q->key() == key &&
+               g_fast.version->load(std::memory_order_acquire) == version;
+  if (plain) {
+    const Replay& seen = replay.replay();
+    if (user_delete) {
+      const Observation* o = seen.seen.size() == 1 ? &*seen.seen.begin() : nullptr;
+      plain = o && !o->copy && o->rc == MPI_SUCCESS && o->object == h && o->engine_id == engine_key &&
+              o->value_in == word;
+    } else {
+      plain = seen.seen.size() == 0;
+    }
+  }
+  if (!plain) {
+    settle();
+    *rc = mirror_library_delete(call, h, key, engine_key, *rc, replay);
+    return true;
+  }
+  PendingSets& p = t_pending;
+  const int i = pending - 1;
+  if (i != p.count - 1) {
+    p.sets[i] = p.sets[p.count - 1];
+    p.sets[i].entry->pending = static_cast<std::uint8_t>(i + 1);
+  }
+  --p.count;
+  q->pending = 0;
+  q->word = 0;
+  q->flag = 0;  // at `version`: the engine's answer
+  replay.dismiss();
+  return true;
+}
+}  // namespace
+
+int on_delete_attr(const Call& call, Handle h, int key, const FnRef<int()>& forward) {
   int rc;
+  if (delete_cancels_set(call, h, key, forward, &rc)) return rc;
+  CallScope scope(call);
   if (!enter(call, &rc)) return rc == kPassThrough ? forward() : rc;
   Runtime& r = state();
   const ObjectKind kind = call.api->kind;
@@ -532,13 +608,7 @@ int on_delete_attr(const Call& call, Handle h, int key, const FnRef<int()>& forw
   }
   ReplayScope replay(call, false);
   rc = forward();
-  if (rc != MPI_SUCCESS) replay.replay().lenient = true;
-  if (refused_unknown(call, kind, h, rc, replay)) return rc;
-  if (rc == MPI_SUCCESS && mirror_plain_delete(replay, call, h, key)) return rc;
-  res = r.engine->delete_attr(kind, h, engine_key);
-  replay.finish();
-  if ((rc == MPI_SUCCESS) != res.ok()) result_divergence(call, rc, res, key);
-  return rc;
+  return mirror_library_delete(call, h, key, engine_key, rc, replay);
 }
 
 }  // namespace attrcheck::rt

@@ -82,25 +82,32 @@ const PredefinedFn* find_predefined_fn(const void* fn, bool copy, ObjectKind kin
       {reinterpret_cast<const void*>(MPI_NULL_DELETE_FN), "mpi_null_delete_fn_", {false, kNullDelete, "MPI_NULL_DELETE_FN", "delete"}},
   };
   constexpr std::size_t kEntries = sizeof table / sizeof table[0];
-  // Fortran's are real functions in both libraries (distinct in MPICH too), found by name.
-  static const void* const* fortran = [] {
-    static const void* addresses[2 * kEntries];
+  // The addresses to compare with, built once: C's, mpif.h's and `use mpi_f08`'s (Fortran's are
+  // real functions in both libraries, distinct in MPICH too, found by name; f08 has no MPI-1 ones).
+  // A lookup is then one compare per candidate (the copy entries first, then the delete ones).
+  static const void* const* addresses = [] {
+    static const void* rows[3][kEntries];
     for (std::size_t i = 0; i < kEntries; ++i) {
-      addresses[i] = fortran_pmpi(table[i].fortran);
+      rows[0][i] = table[i].fn;
+      rows[1][i] = fortran_pmpi(table[i].fortran);
       char f08[80];  // mpi_comm_dup_fn_ -> __mpi_f08_callbacks_MOD_mpi_comm_dup_fn
       std::snprintf(f08, sizeof f08, "%s%.*s", f08_prefix, static_cast<int>(std::strlen(table[i].fortran) - 1),
                     table[i].fortran);
-      addresses[kEntries + i] = table[i].what.deprecated ? nullptr : fortran_pmpi(f08);
+      rows[2][i] = table[i].what.deprecated ? nullptr : fortran_pmpi(f08);
     }
-    return addresses;
+    return &rows[0][0];
   }();
+  constexpr std::size_t kFirstDelete = 8;
+  static_assert(kEntries == 12, "copy entries [0, kFirstDelete), delete entries after");
   static thread_local PredefinedFn hit;
   if (!fn && !null_callback_is_predefined(lang)) return nullptr;
   const int k = static_cast<int>(kind);
-  for (std::size_t i = 0; i < kEntries; ++i) {
+  const bool c = lang == Binding::C;
+  const void* const* candidates = addresses + (c ? 0 : kEntries);
+  const void* const* f08 = addresses + 2 * kEntries;
+  for (std::size_t i = copy ? 0 : kFirstDelete, end = copy ? kFirstDelete : kEntries; i < end; ++i) {
+    if (candidates[i] != fn && (c || !fn || f08[i] != fn)) continue;
     const PredefinedFn& p = table[i].what;
-    if (p.copy != copy) continue;
-    if (lang == Binding::C ? table[i].fn != fn : fortran[i] != fn && (!fn || fortran[kEntries + i] != fn)) continue;
     hit = p;
     if (p.deprecated)  // the replacement for this object kind
       hit.deprecated = p.copy ? (p.action == kDup ? dup[k] : null_copy[k]) : null_delete[k];
