@@ -2,6 +2,7 @@
 #include "attrcheck/provenance.hpp"
 
 #include <gtest/gtest.h>
+#include <unwind.h>
 
 #include <execinfo.h>
 
@@ -62,12 +63,27 @@ struct TwoStacks {
   int n_reference;
 };
 
-// Captures the stack with capture_stack and with glibc's backtrace() (the reference: libgcc's
-// DWARF unwinder) from the same frame.
+// The reference: libgcc's DWARF unwinder, called directly (glibc's backtrace() is the same
+// unwinder, but a sanitizer runtime intercepts it with a frame-pointer walk of its own).
+struct ReferenceWalk {
+  void** out;
+  int max;
+  int n;
+};
+_Unwind_Reason_Code reference_frame(_Unwind_Context* context, void* arg) {
+  auto* w = static_cast<ReferenceWalk*>(arg);
+  if (w->n >= w->max) return _URC_END_OF_STACK;
+  w->out[w->n++] = reinterpret_cast<void*>(_Unwind_GetIP(context));
+  return _URC_NO_REASON;
+}
+
+// Captures the stack with capture_stack and with the reference unwinder from the same frame.
 __attribute__((noinline)) int capture_both(void* arg) {
   auto* s = static_cast<TwoStacks*>(arg);
   s->n_ours = capture_stack(s->ours, kMaxStackDepth, 0);
-  s->n_reference = backtrace(s->reference, kMaxStackDepth + 8);
+  ReferenceWalk walk{s->reference, kMaxStackDepth + 8, 0};
+  _Unwind_Backtrace(&reference_frame, &walk);
+  s->n_reference = walk.n;
   asm volatile("" ::: "memory");
   return 0;
 }
