@@ -19,8 +19,6 @@
 
 namespace attrcheck {
 
-namespace {
-
 // ---- bounded string helpers (no allocation) ----------------------------------------------------
 
 void copy_str(char* dst, std::size_t size, const char* src) noexcept {
@@ -30,6 +28,8 @@ void copy_str(char* dst, std::size_t size, const char* src) noexcept {
     for (; src[n] && n + 1 < size; ++n) dst[n] = src[n];
   dst[n] = '\0';
 }
+
+namespace {
 
 void object_text(const FindingInput& in, Appender& a) noexcept {
   if (in.object_name && in.object_name[0]) {

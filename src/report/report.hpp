@@ -20,6 +20,9 @@ inline constexpr char kReportSchema[] = "attrcheck.rank-report";
 inline constexpr char kReportVersion[] = "1.2";
 inline constexpr char kToolVersion[] = "0.1.0";
 
+// Copies `src` (null: "") into `dst`, truncating to `size` - 1 characters; no allocation.
+void copy_str(char* dst, std::size_t size, const char* src) noexcept;
+
 // Builds text into a fixed buffer, truncating; no allocation (usable in signal handlers).
 struct Appender {
   char* out;

@@ -5,7 +5,6 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <typeinfo>
 
@@ -27,14 +26,6 @@ using CxaThrow = void (*)(void*, std::type_info*, void (*)(void*));
 CxaThrow real_cxa_throw() noexcept {
   static const CxaThrow fn = reinterpret_cast<CxaThrow>(dlsym(RTLD_NEXT, "__cxa_throw"));
   return fn;
-}
-
-void copy_clipped(char* buf, std::size_t size, const char* s) noexcept {
-  if (!size) return;
-  std::size_t n = s ? std::strlen(s) : 0;
-  if (n >= size) n = size - 1;
-  if (n) std::memcpy(buf, s, n);
-  buf[n] = '\0';
 }
 
 }  // namespace
@@ -69,7 +60,7 @@ void describe_current_exception(char* buf, std::size_t size) noexcept {
   a.put(name);
   if (what) {
     char clipped[96];
-    copy_clipped(clipped, sizeof clipped, what);
+    copy_str(clipped, sizeof clipped, what);
     a.put(" (\"");
     a.put(clipped);
     a.put("\")");
