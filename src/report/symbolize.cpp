@@ -388,7 +388,7 @@ void collect(const FindingStore& store, std::vector<Wanted>& out) {
   };
   auto stack = [&](const StackRec& s) {
     for (int i = 0; i < s.depth; ++i)
-      frame(s.frames[i].address, false, s.frames[i].offset, store.module(s.frames[i].module));
+      frame(s.frames[i].address, s.frames[i].entry, s.frames[i].offset, store.module(s.frames[i].module));
   };
   for (std::size_t i = 0; i < store.size(); ++i) {
     const Finding& f = store.at(i);
