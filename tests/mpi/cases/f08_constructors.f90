@@ -9,15 +9,25 @@
 ! MPI_Type_create_resized and MPI_Type_dup, and on a window made by MPI_Win_allocate, with
 ! Fortran copy callbacks (adding their extra_state), MPI_COMM_DUP_FN and Fortran delete callbacks
 ! that sum what they delete. The duplicates carry what the copy callbacks made, the constructors
-! copy nothing, and every attribute is deleted once. Nothing may be reported but the library's
-! known divergence. (In emulate mode the tool serves the idup's copy itself: unless it sees the
+! copy nothing, and every attribute is deleted once (the program checks all this itself and fails
+! otherwise). Nothing may be reported but the library's known divergence. (In emulate mode the tool serves the idup's copy itself: unless it sees the
 ! Fortran MPI_Comm_idup, the duplicate has no attributes.)
 module f08_constructors_cbs
   use mpi_f08
   implicit none
   integer :: copies = 0, deletes = 0
   integer(kind=MPI_ADDRESS_KIND) :: deleted_sum = 0
+  logical :: all_ok = .true.
 contains
+  ! Prints a check's outcome on rank 0 and remembers a failed one (the program then fails).
+  subroutine check(rank, what, ok)
+    integer :: rank
+    character(len=*) :: what
+    logical :: ok
+    if (rank == 0) print '(a,a,l2)', 'f08_constructors: ', what, ok
+    all_ok = all_ok .and. ok
+  end subroutine check
+
   subroutine comm_plus(oldcomm, comm_keyval, extra_state, attribute_val_in, attribute_val_out, flag, ierror)
     type(MPI_Comm) :: oldcomm
     integer :: comm_keyval, ierror
@@ -95,18 +105,18 @@ program f08_constructors
   call MPI_Comm_idup(split, idup, req)
   call MPI_Wait(req, MPI_STATUS_IGNORE)
   call MPI_Comm_get_attr(idup, ckey, v, flag)
-  if (rank == 0) print '(a,l2)', 'f08_constructors: idup: copy callback gave 11', flag .and. v == 11
+  call check(rank, 'idup: copy callback gave 11', flag .and. v == 11)
   call MPI_Comm_get_attr(idup, dkey, v, flag)
-  if (rank == 0) print '(a,l2)', 'f08_constructors: idup: MPI_COMM_DUP_FN copied 20', flag .and. v == 20
+  call check(rank, 'idup: MPI_COMM_DUP_FN copied 20', flag .and. v == 20)
   dims(1) = nprocs
   periods(1) = .false.
   call MPI_Cart_create(idup, 1, dims, periods, .false., cart)
   call MPI_Comm_get_attr(cart, ckey, v, flag)
-  if (rank == 0) print '(a,l2)', 'f08_constructors: MPI_Cart_create copied nothing', .not. flag
+  call check(rank, 'MPI_Cart_create copied nothing', .not. flag)
   call MPI_Comm_set_attr(cart, ckey, 30_MPI_ADDRESS_KIND)
   call MPI_Comm_dup_with_info(cart, MPI_INFO_NULL, dupi)
   call MPI_Comm_get_attr(dupi, ckey, v, flag)
-  if (rank == 0) print '(a,l2)', 'f08_constructors: dup_with_info: copy callback gave 31', flag .and. v == 31
+  call check(rank, 'dup_with_info: copy callback gave 31', flag .and. v == 31)
   call MPI_Comm_free(dupi)
   call MPI_Comm_free(cart)
   call MPI_Comm_free(idup)
@@ -126,7 +136,7 @@ program f08_constructors
   call MPI_Type_set_attr(resized, tkey, 300_MPI_ADDRESS_KIND)
   call MPI_Type_dup(resized, rdup)
   call MPI_Type_get_attr(rdup, tkey, v, flag)
-  if (rank == 0) print '(a,l2)', 'f08_constructors: type dup: copy callback gave 302', flag .and. v == 302
+  call check(rank, 'type dup: copy callback gave 302', flag .and. v == 302)
   call MPI_Type_free(rdup)
   call MPI_Type_free(resized)
   call MPI_Type_free(struct)
@@ -138,9 +148,9 @@ program f08_constructors
   call MPI_Win_allocate(wsize, 4, MPI_INFO_NULL, MPI_COMM_WORLD, base, win)
   call MPI_Win_set_attr(win, wkey, 7_MPI_ADDRESS_KIND)
   call MPI_Win_get_attr(win, wkey, v, flag)
-  if (rank == 0) print '(a,l2)', 'f08_constructors: window attribute', flag .and. v == 7
+  call check(rank, 'window attribute', flag .and. v == 7)
   call MPI_Win_get_attr(win, MPI_WIN_SIZE, v, flag)
-  if (rank == 0) print '(a,l2)', 'f08_constructors: MPI_WIN_SIZE', flag .and. v == 64
+  call check(rank, 'MPI_WIN_SIZE', flag .and. v == 64)
   call MPI_Win_free(win)
 
   call MPI_Comm_free_keyval(ckey)
@@ -149,7 +159,9 @@ program f08_constructors
   call MPI_Win_free_keyval(wkey)
   ! Deleted: split 10 + 20, idup 11 + 20, cart 30, dupi 31, vec 100, struct 200, resized 300,
   ! rdup 302, the window 7.
-  if (rank == 0) print '(a,i0,a,i0,a,l2)', 'f08_constructors: copies ', copies, ', deletes ', deletes, &
-    ', deleted values right', deleted_sum == 10 + 20 + 11 + 20 + 30 + 31 + 100 + 200 + 300 + 302 + 7
+  if (rank == 0) print '(a,i0,a,i0)', 'f08_constructors: copies ', copies, ', deletes ', deletes
+  call check(rank, 'copies, deletes and deleted values right', copies == 3 .and. deletes == 11 .and. &
+             deleted_sum == 10 + 20 + 11 + 20 + 30 + 31 + 100 + 200 + 300 + 302 + 7)
   call MPI_Finalize()
+  if (.not. all_ok) error stop 1
 end program f08_constructors
