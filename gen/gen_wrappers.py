@@ -7,9 +7,11 @@ Every intercepted MPI function becomes an `extern "C"` definition that
   3. calls the one hand-written hook of its op (src/runtime/hooks.cpp) with the checked values
      and lambdas that forward to PMPI (and, for dup, undo a successful PMPI dup).
 
-Usage: gen_wrappers.py SPEC OUT.cpp [--mpi-header PATH]
+Usage: gen_wrappers.py SPEC OUT.cpp [--mpi-header PATH] [--fortran-libs 'LIB;LIB' [--nm NM]]
 With --mpi-header, functions marked "optional" that the header does not declare are skipped
-(e.g. MPI_Comm_idup_with_info, which Open MPI 4.1 does not have).
+(e.g. MPI_Comm_idup_with_info, which Open MPI 4.1 does not have). With --fortran-libs, a Fortran
+entry point is wrapped only if those libraries export it and its profiling twin (so a symbol
+the library lacks becomes neither an undefined reference nor a dead wrapper).
 """
 import argparse
 import json
@@ -117,6 +119,15 @@ class C:
     def key(self, p):  # a keyval argument
         return p
 
+    def elem_handle(self, p, i, kind):  # an element of an array of object handles
+        return f"rt::handle({p}[{i}])"
+
+    def array_length(self, fn):
+        return fn["array_length"]
+
+    def wait(self, req):  # completes a nonblocking dup's request
+        return f"PMPI_Wait({req}, MPI_STATUS_IGNORE);"
+
     def word(self, p):
         return f"reinterpret_cast<std::uintptr_t>({p})"
 
@@ -173,6 +184,18 @@ class Fortran(C):
     def key(self, p):  # (the library's Fortran numbers for predefined keys: mpi_profile.hpp)
         return f"rt::c_keyval(*{p})"
 
+    def elem_handle(self, p, i, kind):
+        return f"rt::handle({F2C[kind]}({p}[{i}]))"
+
+    def array_length(self, fn):
+        if "fortran_array_length" not in fn:
+            raise SpecError(f"{fn['name']}: an object_out_array needs 'fortran_array_length' for its Fortran twins")
+        return fn["fortran_array_length"]
+
+    def wait(self, req):
+        return (f"MPI_Request r_ = PMPI_Request_f2c(*{req}); PMPI_Wait(&r_, MPI_STATUS_IGNORE); "
+                f"*{req} = PMPI_Request_c2f(r_);")
+
     def word(self, p):
         return f"static_cast<std::uint64_t>(static_cast<std::int64_t>(*{p}))"
 
@@ -215,19 +238,107 @@ class F08(Fortran):
                 f"  MPI_Fint* const {ierr} = {ierr}_opt_ ? {ierr}_opt_ : &{ierr}_buf_;"] + super().prologue(api)
 
 
-def f08_entries(spec):
-    """The `use mpi_f08` twins of the mpif.h entries spec["fortran_f08"] names."""
-    by_symbol = {fn["symbol"]: fn for fn in spec.get("fortran", [])}
+# The object calls' Fortran twins are derived from their C entries: every C entry whose op makes,
+# dups, obtains or frees a handle gets an mpif.h / `use mpi` twin (mpi_comm_split_) and a
+# `use mpi_f08` one (mpi_comm_split_f08_), generated where the library exports them.
+TWIN_OPS = ("dup", "construct", "obtain", "free")
+# Other names a library gives the same binding of a call, with the same parameters: Open MPI's
+# `use mpi` MPI_WIN_ALLOCATE(_SHARED) with a TYPE(C_PTR) baseptr (mpi_win_allocate_cptr_),
+# MPICH's `use mpi_f08` calls with a TYPE(*), DIMENSION(..) buffer (mpi_win_create_f08ts_: the
+# buffer is a descriptor's address, forwarded as it is). The wrappers of a library that exports
+# none of a variant's symbols are not generated.
+# And MPICH's `use mpi_f08` large-count constructors (MPI_Type_contiguous with an
+# INTEGER(KIND=MPI_COUNT_KIND) count: mpi_type_contiguous_f08_large_), whose parameters are the
+# same but for the kind of their counts, which the wrapper passes on untouched; only for the
+# constructors (MPI_Type_get_contents' large-count form has more parameters).
+FORTRAN_VARIANTS = ("", "_cptr")
+F08_VARIANTS = ("_f08", "_f08ts", "_f08_large", "_f08ts_large")
+LARGE_OPS = ("construct",)
+F08_PROFILING_PREFIXES = ("pmpi_", "pmpir_")  # Open MPI's, MPICH's (mpi_profile.def)
+
+
+def fortran_param(decl, name):
+    """A C parameter's Fortran form: everything by reference, handles and integers an MPI_Fint,
+    CHARACTER arguments a char* with a hidden length (size_t, by value) after the last argument."""
+    base = decl.rsplit(name, 1)[0].replace("const", "").replace("*", "").strip()
+    if base == "char":
+        return f"char *{name}", f"size_t {name}_len"
+    if base in ("void", "MPI_Aint", "MPI_Offset", "MPI_Count"):
+        return f"{base} *{name}", None
+    return f"MPI_Fint *{name}", None
+
+
+def fortran_twin(fn):
+    """The mpif.h / `use mpi` entry of a C object call (see TWIN_OPS)."""
+    decls, hidden = [], []
+    for decl, name in parse_params(fn["params"], fn["name"]):
+        if name == "ierr":
+            raise SpecError(f"{fn['name']}: a parameter named ierr has no Fortran twin")
+        d, length = fortran_param(decl, name)
+        decls.append(d)
+        hidden += [length] if length else []
+    twin = {k: v for k, v in fn.items() if k not in ("params", "roles", "optional")}
+    twin.update(symbol="mpi_" + fn["name"][len("MPI_"):].lower() + "_", name=fn["name"].upper(), binding="aint",
+                params=", ".join(decls + ["MPI_Fint *ierr"] + hidden), roles={**fn["roles"], "ierr": "ierr"})
+    return twin
+
+
+def fortran_entries(spec, symbols):
+    """The mpif.h / `use mpi` wrappers: spec["fortran"], then the twins of the C object calls, each
+    under every name in FORTRAN_VARIANTS the library exports with its profiling twin (p + name);
+    without symbols (no library to ask), every entry under its own name."""
+    listed = {fn["symbol"] for fn in spec.get("fortran", [])}
+    twins = [fortran_twin(fn) for fn in spec["functions"] if fn["op"] in TWIN_OPS]
+    for twin in twins:
+        if twin["symbol"] in listed:
+            raise SpecError(f"{twin['symbol']}: listed in 'fortran' and derived from {twin['name']}: list it once")
     out = []
+    for fn in spec.get("fortran", []) + twins:
+        for variant in FORTRAN_VARIANTS:
+            symbol = fn["symbol"][:-1] + variant + "_"
+            if symbols is None and variant or symbols is not None and not {symbol, "p" + symbol} <= symbols:
+                continue
+            out.append(dict(fn, symbol=symbol))
+    return out
+
+
+def f08_entries(spec, symbols):
+    """The `use mpi_f08` twins of the mpif.h entries spec["fortran_f08"] names and of the C object
+    calls, under every name in F08_VARIANTS the library exports with its profiling twin."""
+    by_symbol = {fn["symbol"]: fn for fn in spec.get("fortran", [])}
+    bases = []
     for symbol in spec.get("fortran_f08", []):
         if symbol not in by_symbol:
             raise SpecError(f"fortran_f08: {symbol} is not a Fortran entry")
-        fn = dict(by_symbol[symbol])
+        fn = by_symbol[symbol]
         if fn["binding"] != "aint" or fn.get("deprecated"):
             raise SpecError(f"fortran_f08: {symbol}: mpi_f08 has no INTEGER-valued or deprecated attribute calls")
-        fn["symbol"] = symbol[:-1] + "_f08_"
-        out.append(fn)
+        bases.append(fn)
+    bases += [fortran_twin(fn) for fn in spec["functions"] if fn["op"] in TWIN_OPS]
+    out = []
+    for fn in bases:
+        for variant in F08_VARIANTS:
+            symbol = fn["symbol"][:-1] + variant + "_"
+            stem = symbol[len("mpi_"):]
+            if variant.endswith("_large") and fn["op"] not in LARGE_OPS:
+                continue
+            if symbols is None and variant != F08_VARIANTS[0] or symbols is not None and (
+                    symbol not in symbols or not any(p + stem in symbols for p in F08_PROFILING_PREFIXES)):
+                continue
+            out.append(dict(fn, symbol=symbol))
     return out
+
+
+def library_symbols(nm, libraries):
+    """The dynamic symbols the given libraries define (nm -D --defined-only)."""
+    import subprocess
+    symbols = set()
+    for lib in libraries:
+        r = subprocess.run([nm, "-D", "--defined-only", lib], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise SpecError(f"{nm} -D {lib}: {r.stderr.strip()}")
+        symbols.update(line.split()[-1] for line in r.stdout.splitlines() if len(line.split()) >= 3)
+    return symbols
 
 
 def body(fn, lang):
@@ -272,7 +383,7 @@ def body(fn, lang):
     elif op == "dup":
         o, out = require(fn, "object"), require(fn, "object_out")
         req = role_param(fn, "request")
-        wait = f"PMPI_Wait({req}, MPI_STATUS_IGNORE); " if req else ""
+        wait = lang.wait(req) + " " if req else ""
         # Undo a dup the library made: through C handles, whatever the binding.
         new_c = f"{F2C[kind]}(*{out})" if isinstance(lang, Fortran) else f"*{out}"
         reset = f"{C2F[kind]}({NULL_HANDLE[kind]})" if isinstance(lang, Fortran) else NULL_HANDLE[kind]
@@ -301,8 +412,8 @@ def body(fn, lang):
             if r == "object_out_array":
                 if "array_length" not in fn:
                     raise SpecError(f"{fn['name']}: an object_out_array needs 'array_length'")
-                pushes.append(f"for (int i_ = 0, n_ = {fn['array_length']}; i_ < n_; ++i_) "
-                              f"out_->push_back(rt::handle({p}[i_]));")
+                pushes.append(f"for (int i_ = 0, n_ = {lang.array_length(fn)}; i_ < n_; ++i_) "
+                              f"out_->push_back({lang.elem_handle(p, 'i_', kind)});")
         if not pushes:
             raise SpecError(f"{fn['name']}: op obtain needs an object_out or object_out_array parameter")
         lines.append(ret(
@@ -334,7 +445,7 @@ def op_enum(op):
     return "".join(part.capitalize() for part in op.split("_"))
 
 
-def generate(spec, declared):
+def generate(spec, declared, symbols=None):
     out = [
         "// Generated by gen/gen_wrappers.py from wrappers/mpi.json. Do not edit.",
         '#include "runtime/fast_path.hpp"',
@@ -361,7 +472,7 @@ def generate(spec, declared):
     out.append("")
     out.append("static_assert(sizeof(MPI_Fint) == sizeof(int), \"keyvals and flags are passed as int*\");")
     out.append("")
-    for fn in spec.get("fortran", []):
+    for fn in fortran_entries(spec, symbols):
         for key in ("symbol", "name", "op", "params", "roles", "binding"):
             if key not in fn:
                 raise SpecError(f"{fn.get('symbol', '?')}: missing '{key}'")
@@ -377,7 +488,7 @@ def generate(spec, declared):
         count += 1
     out.append("// ---- `use mpi_f08` entry points: the Fortran ones' twins ----")
     out.append("")
-    for fn in f08_entries(spec):
+    for fn in f08_entries(spec, symbols):
         lang = F08(fn, parse_params(fn["params"], fn["symbol"]))
         out.append(lang.signature() + " {")
         out.extend(body(fn, lang))
@@ -393,6 +504,9 @@ def main(argv):
     ap.add_argument("spec")
     ap.add_argument("out")
     ap.add_argument("--mpi-header")
+    ap.add_argument("--nm", default="nm")
+    ap.add_argument("--fortran-libs", help="the MPI library's Fortran libraries (a ;-list, may be empty): "
+                    "only the Fortran entry points they export (with their profiling twins) are wrapped")
     a = ap.parse_args(argv)
     with open(a.spec) as f:
         spec = json.load(f)
@@ -401,7 +515,10 @@ def main(argv):
         with open(a.mpi_header) as f:
             declared = set(re.findall(r"\bint\s+(MPI_[A-Za-z_]+)\s*\(", f.read()))
     try:
-        text = generate(spec, declared)
+        symbols = None
+        if a.fortran_libs is not None:
+            symbols = library_symbols(a.nm, [lib for lib in a.fortran_libs.split(";") if lib])
+        text = generate(spec, declared, symbols)
     except SpecError as e:
         print(f"gen_wrappers: {a.spec}: {e}", file=sys.stderr)
         return 1

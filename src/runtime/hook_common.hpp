@@ -38,10 +38,15 @@ inline bool enter(const Call& call, int* rc) {
 
 // Runs an engine operation on an object, registering the object first if the tool never saw it
 // created (predefined datatypes, objects MPI made internally) and it was not freed through us.
-// A Fortran call's handle came through the library's own Fortran handle table (f2c), which maps
-// only live objects: the tool's record of a freed handle value does not outweigh it (Fortran
-// constructors Open MPI runs without the C entry points may have reused the value).
-inline bool library_vouches(const Call& call) noexcept { return call.api->binding != Binding::C; }
+// A Fortran call's handle came through f2c. Where C handles are pointers (Open MPI), f2c looks the
+// Fortran integer up in the library's own handle table, which maps only live objects: the tool's
+// record of a freed handle value does not outweigh it (an object the library made on a path the
+// tool does not see may have reused the value). Where C handles are the Fortran integers
+// themselves (MPICH), f2c is a cast that vouches for nothing: a Fortran call is checked as a C
+// call is (every Fortran call that makes a handle is intercepted, as the C ones are).
+inline bool library_vouches(const Call& call) noexcept {
+  return !std::is_integral_v<MPI_Comm> && call.api->binding != Binding::C;
+}
 
 template <typename Op>
 Result with_object(const Call& call, ObjectKind kind, Handle h, Op op) {
