@@ -31,6 +31,10 @@ bool enter_slow(const Call& call, int* rc) {
     return false;
   }
   Runtime& r = state();
+  if (r.library_finalizing.load(std::memory_order_acquire) && (!t_cb_top || t_cb_top == &kUnchecked)) {
+    *rc = kPassThrough;
+    return false;
+  }
   switch (phase()) {
     case Phase::BeforeInit:
       // Certain only once the library agrees: MPI may have started where the tool did not see it.

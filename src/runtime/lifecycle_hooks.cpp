@@ -63,13 +63,19 @@ int on_finalize(const Call& call, const FnRef<int()>& forward) {
   FinalizeOptions options;
   options.delete_world_attributes = true;  // what Open MPI 4.1 and MPICH do natively
   int rc;
+  auto library_finalize = [&] {
+    r.library_finalizing.store(true, std::memory_order_release);
+    const int code = forward();
+    r.library_finalizing.store(false, std::memory_order_release);
+    return code;
+  };
   if (r.mode == Mode::Emulate) {
     e.finalize(options);
-    rc = forward();
+    rc = library_finalize();
   } else {
     ReplayScope replay(call, false);
     replay.order_deletes_on(r.self);
-    rc = forward();
+    rc = library_finalize();
     e.finalize(options);
     replay.finish();
   }

@@ -116,6 +116,11 @@ struct Runtime {
   std::uint32_t max_keyvals = 0, max_objects = 0;  // testing: lower engine capacities (0: its own)
 
   std::atomic<int> phase{static_cast<int>(Phase::BeforeInit)};
+  // The library's own MPI_Finalize is running (inside our MPI_Finalize hook's forward): calls
+  // that reach the hooks then without a callback of ours on the thread are the library's own
+  // housekeeping (MPICH's ROMIO frees, through MPI_Type_free_keyval, a keyval it made through
+  // PMPI), not the program's: passed through unchecked.
+  std::atomic<bool> library_finalizing{false};
   int thread_level = MPI_THREAD_SINGLE;
   std::atomic<const void*> first_thread{nullptr};
   std::atomic<int> calls_in_flight{0};

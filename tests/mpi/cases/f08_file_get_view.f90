@@ -3,7 +3,6 @@
 ! clean
 ! exit: 0
 ! native: same-stdout
-! skip-on mpich: MPICH 4.0.2's ROMIO frees a datatype keyval it made through PMPI with MPI_Type_free_keyval at MPI_Finalize, which attrcheck reports (keyval.unknown in shadow, lifecycle.after-finalize in emulate) for any program that sets a file view: not a Fortran matter
 ! `use mpi_f08` MPI_File_get_view returns a new filetype the user frees, and its CHARACTER datarep
 ! (a hidden length argument the wrapper forwards): an attribute on the returned filetype, deleted
 ! when it is freed. The program checks the values itself and fails otherwise.
