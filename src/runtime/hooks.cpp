@@ -370,16 +370,17 @@ int mirror_set_replayed(const Call& call, Handle h, int key, int engine_key, std
 }
 
 // After an emulated set or delete that succeeded through the query's cursor (version: the
-// engine's right after it), the query's entry takes the new answer, as a get would read it, so
-// that the next call of the query needs no engine read (a delete's presence check: set + delete
-// ~170 instructions). Only while the entry still holds the query and the layout has not moved
-// (a callback that ran may have changed either). A default-INTEGER value (sign-extended) is left
-// to the full path.
-void emulated_answer(QueryCache::Entry& q, std::uint64_t tag_object, std::uint64_t tag_query, std::uint64_t version,
-                     std::uint64_t word, int flag) noexcept {
-  if (q.object != tag_object || q.query != tag_query || q.layout() != layout_stamp() ||
-      q.binding() == Binding::FortranInt)
-    return;
+// engine's right after it, read under its lock while the cursor's layout still held), the
+// query's entry takes the new answer, as a get would read it, so that the next call of the query
+// needs no engine read (a delete's presence check: set + delete ~170 instructions). A callback
+// that ran (`ran_user_code`: the keyval has a user delete function) may have called MPI on this
+// thread, which may have moved the entry or the layout: then only while the entry still holds
+// the query (`object`, `query`) at the same layout. A default-INTEGER value (sign-extended) is
+// left to the full path.
+inline void emulated_answer(QueryCache::Entry& q, bool ran_user_code, Handle object, std::uint64_t query,
+                            std::uint64_t version, std::uint64_t word, int flag) noexcept {
+  if (ran_user_code && (q.object != object || q.query != query || q.layout() != layout_stamp())) return;
+  if (q.binding() == Binding::FortranInt) return;
   QueryCache::remember_answer(q, version, word, flag);
 }
 
@@ -423,17 +424,19 @@ int on_set_attr(const Call& call, Handle h, int key, std::uint64_t word, const F
 
 int set_emulated(const Call& call, QueryCache::Entry& q, Handle h, int key, std::uint64_t word,
                  const FnRef<int()>& forward) {
-  const std::uint64_t object = q.object, query = q.query;
+  const Handle object = q.object;
+  const std::uint64_t query = q.query;
+  const bool user_delete = q.user_delete;
   std::uint64_t version = 0;
   Result res;
   // (Marked as the call in progress only where a callback may run: a user delete function.)
   const Call* const outer = t_call;
-  if (q.user_delete) t_call = &call;
+  if (user_delete) t_call = &call;
   const bool done = state().engine->set_attr_at(q.cursor, call.api->binding, word, origin_site(call), &res, &version);
   t_call = outer;
   if (!done) return on_set_attr(call, h, key, word, forward);
   if (!res.ok()) return refuse(call, res, call.api->kind, h, key, key);
-  emulated_answer(q, object, query, version, word, 1);
+  emulated_answer(q, user_delete, object, query, version, word, 1);
   return MPI_SUCCESS;
 }
 
@@ -636,12 +639,14 @@ bool delete_emulated(const Call& call, Handle h, int key, int* rc) {
   if (!q || !q->cursor.object || !q->flag || !QueryCache::has_answer(*q, g_fast.version->load(std::memory_order_acquire)))
     return false;
   CallScope scope(call);
-  const std::uint64_t object = q->object, query = q->query;
+  const Handle object = q->object;
+  const std::uint64_t query = q->query;
+  const bool user_delete = q->user_delete;
   std::uint64_t version = 0;
   Result res;
   if (!state().engine->delete_attr_at(q->cursor, &res, &version)) return false;
   *rc = res.ok() ? MPI_SUCCESS : refuse(call, res, call.api->kind, h, key, key);
-  if (res.ok()) emulated_answer(*q, object, query, version, 0, 0);
+  if (res.ok()) emulated_answer(*q, user_delete, object, query, version, 0, 0);
   return true;
 }
 
@@ -656,7 +661,7 @@ int emulate_delete(const Call& call, Handle h, int key, int engine_key) {
     std::uint64_t version = 0;
     if (e.delete_attr_at(q->cursor, &res, &version)) {
       if (!res.ok()) return refuse(call, res, kind, h, key, engine_key);
-      emulated_answer(*q, object, query, version, 0, 0);
+      emulated_answer(*q, true, object, query, version, 0, 0);
       return MPI_SUCCESS;
     }
   }
@@ -665,9 +670,20 @@ int emulate_delete(const Call& call, Handle h, int key, int engine_key) {
 }
 }  // namespace
 
+namespace {
+int delete_attr_full(const Call& call, Handle h, int key, const FnRef<int()>& forward);
+}  // namespace
+
 int on_delete_attr(const Call& call, Handle h, int key, const FnRef<int()>& forward) {
+  // The quick ways first, the full hook out of line (its frame costs ~20 instructions a call).
   int rc;
   if (g_shadow ? delete_cancels_set(call, h, key, forward, &rc) : delete_emulated(call, h, key, &rc)) return rc;
+  return delete_attr_full(call, h, key, forward);
+}
+
+namespace {
+[[gnu::noinline]] int delete_attr_full(const Call& call, Handle h, int key, const FnRef<int()>& forward) {
+  int rc;
   CallScope scope(call);
   if (!enter(call, &rc)) return rc == kPassThrough ? forward() : rc;
   Runtime& r = state();
@@ -687,5 +703,6 @@ int on_delete_attr(const Call& call, Handle h, int key, const FnRef<int()>& forw
   rc = forward();
   return mirror_library_delete(call, h, key, engine_key, rc, replay);
 }
+}  // namespace
 
 }  // namespace attrcheck::rt
