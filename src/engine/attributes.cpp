@@ -275,21 +275,11 @@ Result Engine::Impl::delete_located(Lock& lk, ObjectSlot* o, KeyvalSlot* k, Attr
     unref_keyval(k);
     return {};
   }
-  // (delete_one, with the record already found.)
-  const KeyvalId key = rec->key.load(std::memory_order_relaxed);
+  // (delete_one, with the record already found and the keyval in hand.)
   o->mutating = this_thread_token();
-  DeleteJob job = make_delete_job(o, rec, k, CallbackCause::Delete);
-  const Result r = run_delete(lk, o->index, job);
-  if (r.ok()) {
-    rec = find_attr(o->table.load(std::memory_order_relaxed), key);
-    if (rec) {
-      WriteSection ws(seq_);
-      erase_attr(o, rec);
-      if (job.keyval) --job.keyval->attributes;
-    }
-  }
+  const Result r = run_delete_job(lk, o->index, o, rec->key.load(std::memory_order_relaxed),
+                                  make_delete_job(o, rec, k, CallbackCause::Delete));
   o->mutating = nullptr;
-  unpin(job.keyval);
   return r;
 }
 

@@ -491,10 +491,13 @@ struct Engine::Impl {
   Result delete_one(Lock& lk, std::uint32_t slot, ObjectSlot* o, KeyvalId key, CallbackCause cause) {
     AttrRec* rec = find_attr(o->table.load(std::memory_order_relaxed), key);
     if (!rec) return {};
-    DeleteJob job = make_delete_job(o, rec, cause);
+    return run_delete_job(lk, slot, o, key, make_delete_job(o, rec, cause));
+  }
+  // delete_one once the job is made: runs it, then removes the record if it succeeded.
+  Result run_delete_job(Lock& lk, std::uint32_t slot, ObjectSlot* o, KeyvalId key, const DeleteJob& job) {
     const Result r = run_delete(lk, slot, job);
     if (r.ok()) {
-      rec = find_attr(o->table.load(std::memory_order_relaxed), key);
+      AttrRec* rec = find_attr(o->table.load(std::memory_order_relaxed), key);
       if (rec) {
         WriteSection ws(seq_);
         erase_attr(o, rec);
