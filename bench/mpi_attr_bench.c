@@ -16,14 +16,17 @@
  * "pair <name> [<config>] library_ns <ns> tool_ns <ns> ratio <median of the blocks' ratios>".
  * Natively MPI_ is the library, so the ratio is ~1: a check of the method.
  *
- * Usage: mpi_attr_bench [SCALE] [--count N] [--only OP:CONFIG] [--no-pairs]
+ * Usage: mpi_attr_bench [SCALE] [--count N] [--only OP:CONFIG] [--no-pairs] [--thread LEVEL]
  *   SCALE       multiplies every iteration count (default 1).
  *   --count N   run each operation exactly N times, once (no repeats), and the paired blocks
  *               N iterations each: for instruction counting (each operation runs inside its
  *               own function, bench_<op>_<config>, so a profiler can attribute it) and tests.
  *   --only S    run only the operation S, e.g. get:user, setdel:predefined (ops: get set
  *               setdel dupfree keyval; configs: user predefined); no paired measurement.
- *   --no-pairs  skip the paired measurement.  */
+ *   --no-pairs  skip the paired measurement.
+ *   --thread L  initialise with MPI_Init_thread at level L (single, funneled, serialized,
+ *               multiple) instead of MPI_Init; the calls are still made from one thread. Fails
+ *               if the library provides less. Prints "thread <level provided>".  */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,12 +200,39 @@ static void paired(struct config* c, long scale, long count) {
 }
 
 static int usage(void) {
-  fprintf(stderr, "usage: mpi_attr_bench [SCALE] [--count N] [--only OP:CONFIG] [--no-pairs]\n");
+  fprintf(stderr, "usage: mpi_attr_bench [SCALE] [--count N] [--only OP:CONFIG] [--no-pairs] [--thread LEVEL]\n");
   return 2;
 }
 
+static const char* const level_names[] = {"single", "funneled", "serialized", "multiple"};
+static const int levels[] = {MPI_THREAD_SINGLE, MPI_THREAD_FUNNELED, MPI_THREAD_SERIALIZED, MPI_THREAD_MULTIPLE};
+
+/* The index of a thread level's name in level_names, or -1. */
+static int level_index(const char* name) {
+  for (int i = 0; i < 4; ++i)
+    if (!strcmp(name, level_names[i])) return i;
+  return -1;
+}
+
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  /* The thread level is read first: MPI is initialised at it. */
+  int level = -1;
+  for (int a = 1; a + 1 < argc; ++a)
+    if (!strcmp(argv[a], "--thread")) {
+      level = level_index(argv[a + 1]);
+      if (level < 0) return usage();
+    }
+  if (level < 0) {
+    MPI_Init(&argc, &argv);
+  } else {
+    int provided = MPI_THREAD_SINGLE;
+    MPI_Init_thread(&argc, &argv, levels[level], &provided);
+    if (provided < levels[level]) {
+      fprintf(stderr, "mpi_attr_bench: MPI provides thread level %d, below %s\n", provided, level_names[level]);
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    printf("thread %s\n", level_names[level]);
+  }
   long scale = 1, count = 0;
   const char* only = NULL;
   int pairs = 1;
@@ -210,6 +240,7 @@ int main(int argc, char** argv) {
     if (!strcmp(argv[a], "--count") && a + 1 < argc) count = atol(argv[++a]);
     else if (!strcmp(argv[a], "--only") && a + 1 < argc) only = argv[++a];
     else if (!strcmp(argv[a], "--no-pairs")) pairs = 0;
+    else if (!strcmp(argv[a], "--thread") && a + 1 < argc) ++a;  /* (read above) */
     else if (argv[a][0] != '-') scale = atol(argv[a]);
     else { MPI_Finalize(); return usage(); }
   }

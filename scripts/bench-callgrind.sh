@@ -14,6 +14,8 @@
 #   COUNT=N                 iterations of the smaller run (default 500, at least 128)
 #   CONFIGS="native shadow" which configurations (default: native shadow emulate; also off)
 #   VALGRIND=path           the valgrind to use
+#   THREAD=level            MPI_Init_thread at that level (single, funneled, serialized, multiple:
+#                           `mpi_attr_bench --thread`); default MPI_Init
 # Under the modes, valgrind is what the MPI launcher starts, with attrcheck's LD_PRELOAD
 # passed through (valgrind hands it to the program); the script checks that attrcheck was
 # really loaded (the profile names libattrcheck and the rank wrote its report) and fails if not.
@@ -31,17 +33,19 @@ mpiexec=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["mpie
   "$build/lib/attrcheck/mpi-build.json")
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 bench=$build/bench/mpi_attr_bench
+bench_args=(--no-pairs)
+[ -n "${THREAD:-}" ] && bench_args+=(--thread "$THREAD")
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 for c in "${configs[@]}"; do
   for n in "$count" $((2 * count)); do
     vg=("$valgrind" --tool=callgrind "--callgrind-out-file=$out/$c.$n.cg")
     if [ "$c" = native ]; then
-      "$mpiexec" -n 1 "${vg[@]}" "$bench" --count "$n" --no-pairs >"$out/$c.$n.log" 2>&1 ||
+      "$mpiexec" -n 1 "${vg[@]}" "$bench" --count "$n" "${bench_args[@]}" >"$out/$c.$n.log" 2>&1 ||
         { cat "$out/$c.$n.log" >&2; exit 1; }
     else
       "$build/bin/attrcheck" --mode "$c" --output "$out/reports-$c.$n" --fail-on never -- \
-        "$mpiexec" -n 1 "${vg[@]}" "$bench" --count "$n" --no-pairs >"$out/$c.$n.log" 2>&1 ||
+        "$mpiexec" -n 1 "${vg[@]}" "$bench" --count "$n" "${bench_args[@]}" >"$out/$c.$n.log" 2>&1 ||
         { cat "$out/$c.$n.log" >&2; exit 1; }
       if ! grep -q 'libattrcheck' "$out/$c.$n.cg"; then
         echo "bench-callgrind: $c: libattrcheck does not appear in the profile: the preload was lost" >&2
@@ -56,7 +60,7 @@ for c in "${configs[@]}"; do
   done
 done
 python3 - "$out" "$count" "${configs[@]}" <<'PY'
-import re, sys
+import os, re, sys
 out, n, configs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 labels = {"get": "get", "set": "set", "setdel": "set+delete", "dupfree": "dup+free (64 attrs)",
           "keyval": "keyval create+free"}
@@ -76,7 +80,9 @@ for c in configs:
     for key in large:
         if key in small:
             per_call.setdefault(key, {})[c] = (large[key] - small[key]) / n
-print(f"instructions per call (callgrind, (Ir(2N) - Ir(N)) / N, N = {n})")
+thread = os.environ.get("THREAD")
+print(f"instructions per call (callgrind, (Ir(2N) - Ir(N)) / N, N = {n})" +
+      (f", MPI_Init_thread {thread}" if thread else ""))
 print(f"{'operation':34} " + " ".join(f"{c:>10}" for c in configs) + "  " +
       " ".join(f"{c + '/native':>15}" for c in configs if c != "native" and "native" in configs))
 for op in labels:

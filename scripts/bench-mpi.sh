@@ -20,6 +20,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 bench=$build/bench/mpi_attr_bench
 bench_args=("${SCALE:-1}")
 [ -n "${COUNT:-}" ] && bench_args+=(--count "$COUNT")
+# THREAD=level: MPI_Init_thread at that level (single, funneled, serialized, multiple).
+[ -n "${THREAD:-}" ] && bench_args+=(--thread "$THREAD")
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 configs=(native off shadow emulate)

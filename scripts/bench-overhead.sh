@@ -6,6 +6,9 @@
 # interleaved (scripts/bench-mpi.sh); then the whole-program table on the real clients
 # (scripts/bench-real.sh, Open MPI build). ROUNDS applies to the timed parts (default 5).
 # SKIP="real mpi" leaves parts out (callgrind, mpi, real).
+# Then, per build, shadow mode against native at the thread levels in THREADS (default
+# "serialized multiple": the issue's targets are 1.3x through SERIALIZED, 1.5x at MULTIPLE),
+# instructions per call (callgrind) and, unless SKIP has "mpi", time per call.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export ROUNDS=${ROUNDS:-5}
@@ -22,6 +25,16 @@ for build in build build-mpich; do
     echo "== $build ${library}: time per call, $ROUNDS interleaved rounds"
     BUILD_DIR=$build bash scripts/bench-mpi.sh
   fi
+  for level in ${THREADS-serialized multiple}; do
+    if [[ $skip != *" callgrind "* ]]; then
+      echo "== $build ${library}: MPI_THREAD_${level^^}: instructions per call (callgrind)"
+      THREAD=$level CONFIGS="native shadow" BUILD_DIR=$build bash scripts/bench-callgrind.sh
+    fi
+    if [[ $skip != *" mpi "* ]]; then
+      echo "== $build ${library}: MPI_THREAD_${level^^}: time per call, $ROUNDS interleaved rounds"
+      THREAD=$level BUILD_DIR=$build bash scripts/bench-mpi.sh
+    fi
+  done
 done
 if [[ $skip != *" real "* ]]; then
   echo "== whole program (Open MPI build)"

@@ -5,7 +5,9 @@ Behaviour only, never timing: with a tiny iteration count (`--count`) the benchm
 parseable "op <name> [<config>] ns <x>" line per operation and keyval configuration and the
 paired get/set lines for both configurations, natively and under the launcher (where the rank
 writes its report, clean: the benchmark is a correct program); `--only` selects one operation;
-bench-mpi.sh's table has every operation and configuration with a ratio to native for each mode.
+bench-mpi.sh's table has every operation and configuration with a ratio to native for each mode;
+`--thread multiple` initialises MPI at MPI_THREAD_MULTIPLE (the report says so) and runs every
+operation, and an unknown level is refused.
 Usage: test_mpi_bench.py BUILD_DIR"""
 import glob
 import json
@@ -71,6 +73,23 @@ class BenchOutput(unittest.TestCase):
         p = run([MPIEXEC, "-n", "1", BENCH, "--count", "2", "--only", "nothing:user"])
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("no operation nothing:user", p.stderr)
+
+    def test_thread_multiple_under_the_tool_runs_every_op_clean(self):
+        with tempfile.TemporaryDirectory(prefix="attrcheck-bench-") as out:
+            p = run([LAUNCHER, "--mode", "shadow", "--output", out, "--", MPIEXEC, "-n", "1", BENCH,
+                     "--count", "3", "--no-pairs", "--thread", "multiple"])
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertIn("thread multiple", p.stdout.splitlines())
+            self.assertEqual(self.parse(p.stdout), (NAMES, []))
+            with open(os.path.join(out, "rank-0.json")) as f:
+                self.assertIn('"thread_level":"MPI_THREAD_MULTIPLE"', f.read())
+            with open(os.path.join(out, "report.json")) as f:
+                self.assertEqual(json.load(f)["findings"], [])
+
+    def test_unknown_thread_level_fails(self):
+        p = run([MPIEXEC, "-n", "1", BENCH, "--count", "2", "--thread", "sometimes"])
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("usage", p.stderr)
 
     def test_under_the_tool_every_op_runs_and_the_report_is_clean(self):
         with tempfile.TemporaryDirectory(prefix="attrcheck-bench-") as out:

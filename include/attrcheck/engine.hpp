@@ -362,6 +362,15 @@ class Engine {
   // callback the standard requires ran, with the attribute's value, and succeeded. False: nothing
   // changed (call delete_attr). *version (if given): version() right after the delete.
   bool delete_attr_ran(const SetCursor& cursor, const RanDelete* ran, std::uint64_t* version = nullptr);
+  // set_attr and delete_attr for a host that remembers the checks of a query (the runtime's
+  // emulate mode): the cursor (find_set_cursor) stands for the lookups of the object and keyval
+  // while the layout reads the same. The rest is as set_attr / delete_attr, callbacks included:
+  // *result is their result, *version version() right after. False, with nothing changed, when
+  // the cursor no longer holds, a callback of this thread runs for the object, another thread
+  // is changing it, or (delete) the attribute is absent: then call set_attr / delete_attr.
+  bool set_attr_at(const SetCursor& cursor, Binding from, std::uint64_t value, Origin origin, Result* result,
+                   std::uint64_t* version);
+  bool delete_attr_at(const SetCursor& cursor, Result* result, std::uint64_t* version);
   // The object and keyval a set of (kind, handle, keyval) would use, for set_attr_ran; false when
   // set_attr would refuse the call (unknown or null object, invalid, freed or predefined keyval,
   // a keyval of another kind, finalized). `layout`: a layout_version() read before this call; the

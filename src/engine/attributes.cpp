@@ -14,20 +14,26 @@ Result Engine::Impl::set_attr(ObjectKind kind, Handle h, KeyvalId key, Binding f
   const PredefinedKeyval* pre;
   const Status s = acquire_object(lk, kind, h, key, true, &slot, &k, &pre);
   if (s != Status::Ok) return {s, 0};
-  ObjectSlot* o = objects_.get(slot);
+  return set_located(lk, objects_.get(slot), k, key, from, value, origin);
+}
+
+// set_attr once the object and keyval are known and the call may proceed (lock held; `value`
+// normalised).
+Result Engine::Impl::set_located(Lock& lk, ObjectSlot* o, KeyvalSlot* k, KeyvalId key, Binding from,
+                                 std::uint64_t value, Origin origin) {
   AttrRec* rec = find_attr(o->table.load(std::memory_order_relaxed), key);
   if (rec && k->spec.del.action == DeleteAction::User) {
     // Replace: the old value's delete callback runs first, and may veto the set.
     o->mutating = this_thread_token();
-    DeleteJob job = make_delete_job(o, rec, CallbackCause::Set);
-    const Result r = run_delete(lk, slot, job);
+    DeleteJob job = make_delete_job(o, rec, k, CallbackCause::Set);
+    const Result r = run_delete(lk, o->index, job);
     o->mutating = nullptr;
     unpin(job.keyval);
     if (!r.ok()) return r;
+    // Only this thread could change the object meanwhile, and re-entrant changes were refused, so
+    // the attribute is still there, where it was unless the callback's other changes moved it.
+    rec = find_attr(o->table.load(std::memory_order_relaxed), key);
   }
-  // Only this thread could change the object meanwhile, and re-entrant changes were refused, so
-  // the attribute is still there, where it was unless the callback's other changes moved it.
-  rec = find_attr(o->table.load(std::memory_order_relaxed), key);
   // Replacing a C value with a C value needs no cell and changes no count (as in set_attr_ran):
   // saves store_set / put_at (emulate set: 489 -> ~445 instructions, Open MPI, callgrind).
   if (rec && from == Binding::C && repr_of(*rec) == Binding::C) {
@@ -35,7 +41,30 @@ Result Engine::Impl::set_attr(ObjectKind kind, Handle h, KeyvalId key, Binding f
     store_value(o, rec, static_cast<std::uint32_t>(Binding::C), value, origin);
     return {};
   }
+  // A new C value needs no cell either: put_at / fill without their cell handling (emulate
+  // set + delete ~25 instructions, callgrind).
+  if (!rec && from == Binding::C) {
+    WriteSection ws(seq_);
+    rec = insert_slot(o, key);
+    rec->key.store(key, std::memory_order_relaxed);
+    store_value(o, rec, static_cast<std::uint32_t>(Binding::C), value, origin);
+    ++k->attributes;
+    return {};
+  }
   return store_set(o, k, rec, key, from, value, origin);
+}
+
+// Engine::set_attr_at: set_attr with the cursor standing for the lookups of the object and keyval.
+bool Engine::Impl::set_attr_at(const SetCursor& c, Binding from, std::uint64_t value, Origin origin, Result* result,
+                               std::uint64_t* version) {
+  value = normalise(from, value);
+  Lock lk(mu_);
+  ObjectSlot* o = cursor_object(c);
+  if (!o) return false;
+  auto* k = static_cast<KeyvalSlot*>(const_cast<void*>(c.keyval));
+  *result = set_located(lk, o, k, k->id.load(std::memory_order_relaxed), from, value, origin);
+  *version = seq_.load(std::memory_order_relaxed);
+  return true;
 }
 
 // Engine::find_set_cursor: set_attr's checks, remembered.
@@ -232,6 +261,11 @@ Result Engine::Impl::delete_attr(ObjectKind kind, Handle h, KeyvalId key) {
   ObjectSlot* o = objects_.get(slot);
   AttrRec* rec = find_attr(o->table.load(std::memory_order_relaxed), key);
   if (!rec) return {Status::AttrAbsent, 0};
+  return delete_located(lk, o, k, rec);
+}
+
+// delete_attr once the attribute's record `rec` is found and the call may proceed (lock held).
+Result Engine::Impl::delete_located(Lock& lk, ObjectSlot* o, KeyvalSlot* k, AttrRec* rec) {
   if (k->spec.del.action == DeleteAction::NullDelete) {  // nothing to call: erase in place
     {
       WriteSection ws(seq_);
@@ -241,10 +275,26 @@ Result Engine::Impl::delete_attr(ObjectKind kind, Handle h, KeyvalId key) {
     unref_keyval(k);
     return {};
   }
+  // (delete_one, with the record already found and the keyval in hand.)
   o->mutating = this_thread_token();
-  const Result r = delete_one(lk, slot, o, key, CallbackCause::Delete);
+  const Result r = run_delete_job(lk, o->index, o, rec->key.load(std::memory_order_relaxed),
+                                  make_delete_job(o, rec, k, CallbackCause::Delete));
   o->mutating = nullptr;
   return r;
+}
+
+// Engine::delete_attr_at: delete_attr with the cursor standing for the lookups of the object and
+// keyval.
+bool Engine::Impl::delete_attr_at(const SetCursor& c, Result* result, std::uint64_t* version) {
+  Lock lk(mu_);
+  ObjectSlot* o = cursor_object(c);
+  if (!o) return false;
+  auto* k = static_cast<KeyvalSlot*>(const_cast<void*>(c.keyval));
+  AttrRec* rec = find_attr(o->table.load(std::memory_order_relaxed), k->id.load(std::memory_order_relaxed));
+  if (!rec) return false;  // absent: delete_attr says so
+  *result = delete_located(lk, o, k, rec);
+  *version = seq_.load(std::memory_order_relaxed);
+  return true;
 }
 
 Result Engine::Impl::install_predefined(ObjectKind kind, Handle h, KeyvalId key, Binding repr, std::uint64_t value) {
@@ -269,6 +319,13 @@ Result Engine::set_attr(ObjectKind kind, Handle handle, KeyvalId keyval, Binding
 bool Engine::find_set_cursor(ObjectKind kind, Handle handle, KeyvalId keyval, std::uint64_t layout,
                              SetCursor* out, bool* user_delete) const {
   return impl_->find_set_cursor(kind, handle, keyval, layout, out, user_delete);
+}
+bool Engine::set_attr_at(const SetCursor& cursor, Binding from, std::uint64_t value, Origin origin, Result* result,
+                         std::uint64_t* version) {
+  return impl_->set_attr_at(cursor, from, value, origin, result, version);
+}
+bool Engine::delete_attr_at(const SetCursor& cursor, Result* result, std::uint64_t* version) {
+  return impl_->delete_attr_at(cursor, result, version);
 }
 bool Engine::delete_attr_ran(const SetCursor& cursor, const RanDelete* ran, std::uint64_t* version) {
   return impl_->delete_attr_ran(cursor, ran, version);

@@ -47,6 +47,11 @@ const char* current_call_name() noexcept {
 }
 
 namespace {
+// current_call_name, its common case inline (a callback frame is built on every callback run).
+inline const char* call_name() noexcept { return __builtin_expect(t_call != nullptr, 1) ? t_call->api->name : current_call_name(); }
+}  // namespace
+
+namespace {
 
 // ---- running user callbacks (both modes) ---------------------------------------------------------
 
@@ -205,7 +210,7 @@ inline int run_guarded(CbFrame& frame, int engine_key, bool* threw, Invoke&& inv
 
 int run_copy(ObjectKind kind, Binding lang, void* fn, Handle old, int key, std::uint64_t extra, std::uint64_t in,
              std::uint64_t* out, int* flag, int engine_key) {
-  CbFrame frame{fn, old, current_call_name(), nullptr, key, kind, true, false};
+  CbFrame frame{fn, old, call_name(), nullptr, key, kind, true, false};
   bool threw = false;
   const int rc = run_guarded(frame, engine_key, &threw,
                              [&] { return call_copy(kind, lang, fn, old, key, extra, in, out, flag); });
@@ -231,7 +236,7 @@ inline int run_delete_as(CbFrame& frame, int engine_key, Invoke&& invoke) {
 
 int run_delete(ObjectKind kind, Binding lang, void* fn, Handle object, int key, std::uint64_t value, std::uint64_t extra,
                bool teardown, int engine_key) {
-  CbFrame frame{fn, object, current_call_name(), nullptr, key, kind, false, teardown};
+  CbFrame frame{fn, object, call_name(), nullptr, key, kind, false, teardown};
   return run_delete_as(frame, engine_key, [&] { return call_delete(kind, lang, fn, object, key, value, extra); });
 }
 
@@ -292,7 +297,7 @@ int trampoline_delete_fn(Obj object, int key, void* value, void* extra) {
   auto* rec = static_cast<KeyRecord*>(extra);
   const Handle h = handle(object);
   const int engine_id = rec->engine_id.load(std::memory_order_relaxed);
-  CbFrame frame{rec->delete_fn, h, current_call_name(), nullptr, key, K, false, teardown_delete(K, h)};
+  CbFrame frame{rec->delete_fn, h, call_name(), nullptr, key, K, false, teardown_delete(K, h)};
   const int rc = run_delete_as(frame, engine_id, [&] {
     return reinterpret_cast<Fn>(rec->delete_fn)(object, key, value,
                                                 reinterpret_cast<void*>(static_cast<std::uintptr_t>(rec->extra_state)));
@@ -360,7 +365,7 @@ void fortran_trampoline_delete_fn(MPI_Fint* object, MPI_Fint* key, V* value, V* 
   }
   const int engine_id = rec->engine_id.load(std::memory_order_relaxed);
   const Handle h = c_handle(K, *object);
-  CbFrame frame{rec->delete_fn, trusted ? h : ~Handle{0}, current_call_name(), nullptr, *key, K, false,
+  CbFrame frame{rec->delete_fn, trusted ? h : ~Handle{0}, call_name(), nullptr, *key, K, false,
                 trusted && teardown_delete(K, h)};
   const int rc = run_delete_as(frame, engine_id, [&] {
     reinterpret_cast<Fn>(rec->delete_fn)(object, key, value, extra, ierr);

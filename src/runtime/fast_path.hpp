@@ -122,11 +122,13 @@ inline void settle() noexcept {
   if (__builtin_expect(t_pending.count != 0, 0)) apply_pending();
 }
 
-// Shadow mode: the cached query a set can take the quick way (set_cached), or nullptr (then
-// call the full hook). A hit proves what the full hook's checks would prove, as for gets, and
-// carries the engine's cursor for the set.
+// The cached query a set can take the quick way (set_cached), or nullptr (then call the full
+// hook). A hit proves what the full hook's checks would prove, as for gets (a query is found
+// valid at the current layout only while MPI runs, and t_cb_top == nullptr says the thread
+// passed the thread-level check and runs no callback of ours), and carries the engine's cursor
+// for the set.
 inline QueryCache::Entry* checked_set(const Api& api, Handle h, int key) noexcept {
-  if (!g_shadow || api.replacement || t_cb_top) return nullptr;
+  if (api.replacement || t_cb_top) return nullptr;
   QueryCache::Entry* q = t_queries.find(api.kind, api.binding, h, key, layout_stamp());
   return q && q->cursor.object ? q : nullptr;
 }

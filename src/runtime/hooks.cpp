@@ -372,6 +372,38 @@ int mirror_set_replayed(const Call& call, Handle h, int key, int engine_key, std
   if ((rc == MPI_SUCCESS) != res.ok()) result_divergence(call, rc, res, key);
   return rc;
 }
+
+// After an emulated set or delete that succeeded through the query's cursor (version: the
+// engine's right after it, read under its lock while the cursor's layout still held), the
+// query's entry takes the new answer, as a get would read it, so that the next call of the query
+// needs no engine read (a delete's presence check: set + delete ~170 instructions). A callback
+// that ran (`ran_user_code`: the keyval has a user delete function) may have called MPI on this
+// thread, which may have moved the entry or the layout: then only while the entry still holds
+// the query (`object`, `query`) at the same layout. A default-INTEGER value (sign-extended) is
+// left to the full path.
+inline void emulated_answer(QueryCache::Entry& q, bool ran_user_code, Handle object, std::uint64_t query,
+                            std::uint64_t version, std::uint64_t word, int flag) noexcept {
+  if (ran_user_code && (q.object != object || q.query != query || q.layout() != layout_stamp())) return;
+  if (q.binding() == Binding::FortranInt) return;
+  QueryCache::remember_answer(q, version, word, flag);
+}
+
+// Emulate mode: a set the checks above let through, not taken the quick way (set_emulated): the
+// query is remembered with its cursor, so that the next set of it is.
+int emulate_set(const Call& call, Handle h, int key, std::uint64_t word, Origin origin) {
+  Engine& e = *state().engine;
+  const ObjectKind kind = call.api->kind;
+  const Binding as = call.api->binding;
+  const std::uint64_t layout = layout_stamp();
+  const Result res = with_object(call, kind, h, [&] { return e.set_attr(kind, h, key, as, word, origin); });
+  if (!res.ok()) return refuse(call, res, kind, h, key, key);
+  // Set: the object and keyval were valid (if a callback changed the layout since `layout`, the
+  // cursor found is void from the start).
+  if (!is_predefined_key(key))
+    if (QueryCache::Entry* q = remember_query(kind, as, h, key, key, layout))
+      e.find_set_cursor(kind, h, key, layout, &q->cursor, &q->user_delete);
+  return MPI_SUCCESS;
+}
 }  // namespace
 
 int on_set_attr(const Call& call, Handle h, int key, std::uint64_t word, const FnRef<int()>& forward) {
@@ -383,12 +415,7 @@ int on_set_attr(const Call& call, Handle h, int key, std::uint64_t word, const F
   if (in_callback_for(kind, h)) return reentrant(call, kind, h);
   if (unchecked(kind, &h, &key)) return forward();
   const Origin origin = origin_site(call);
-  if (r.mode == Mode::Emulate) {
-    const Result res = with_object(call, kind, h, [&] {
-      return r.engine->set_attr(kind, h, key, call.api->binding, word, origin);
-    });
-    return res.ok() ? MPI_SUCCESS : refuse(call, res, kind, h, key, key);
-  }
+  if (r.mode == Mode::Emulate) return emulate_set(call, h, key, word, origin);
   int engine_key = 0;
   t_adopted.set = false;
   const Result res = check_modify(call, h, key, &engine_key, nullptr, true);
@@ -397,6 +424,24 @@ int on_set_attr(const Call& call, Handle h, int key, std::uint64_t word, const F
   rc = forward();
   if (refused_unknown(call, kind, h, rc, replay)) return rc;
   return mirror_library_set(call, h, key, word, rc, replay);
+}
+
+int set_emulated(const Call& call, QueryCache::Entry& q, Handle h, int key, std::uint64_t word,
+                 const FnRef<int()>& forward) {
+  const Handle object = q.object;
+  const std::uint64_t query = q.query;
+  const bool user_delete = q.user_delete;
+  std::uint64_t version = 0;
+  Result res;
+  // (Marked as the call in progress only where a callback may run: a user delete function.)
+  const Call* const outer = t_call;
+  if (user_delete) t_call = &call;
+  const bool done = state().engine->set_attr_at(q.cursor, call.api->binding, word, origin_site(call), &res, &version);
+  t_call = outer;
+  if (!done) return on_set_attr(call, h, key, word, forward);
+  if (!res.ok()) return refuse(call, res, call.api->kind, h, key, key);
+  emulated_answer(q, user_delete, object, query, version, word, 1);
+  return MPI_SUCCESS;
 }
 
 void apply_pending() noexcept {
@@ -587,11 +632,62 @@ bool delete_cancels_set(const Call& call, Handle h, int key, const FnRef<int()>&
   replay.dismiss();
   return true;
 }
+
+// Emulate mode, the quick way: the delete of a query this thread already checked (as checked_set)
+// whose current answer says the attribute is set, made through the query's cursor. False, with
+// nothing done, if the call is not such a delete or the cursor no longer serves: then the full
+// hook decides. True: *rc is what the call returns.
+bool delete_emulated(const Call& call, Handle h, int key, int* rc) {
+  if (call.api->replacement || t_cb_top) return false;
+  QueryCache::Entry* q = t_queries.find(call.api->kind, call.api->binding, h, key, layout_stamp());
+  if (!q || !q->cursor.object || !q->flag || !QueryCache::has_answer(*q, g_fast.version->load(std::memory_order_acquire)))
+    return false;
+  CallScope scope(call);
+  const Handle object = q->object;
+  const std::uint64_t query = q->query;
+  const bool user_delete = q->user_delete;
+  std::uint64_t version = 0;
+  Result res;
+  if (!state().engine->delete_attr_at(q->cursor, &res, &version)) return false;
+  *rc = res.ok() ? MPI_SUCCESS : refuse(call, res, call.api->kind, h, key, key);
+  if (res.ok()) emulated_answer(*q, user_delete, object, query, version, 0, 0);
+  return true;
+}
+
+// Emulate mode: a delete the checks let through, of an attribute that is set. Through the
+// query's cursor when its entry holds one (Engine::delete_attr_at), else through delete_attr.
+int emulate_delete(const Call& call, Handle h, int key, int engine_key) {
+  Engine& e = *state().engine;
+  const ObjectKind kind = call.api->kind;
+  Result res;
+  if (QueryCache::Entry* q = t_queries.find(kind, call.api->binding, h, key, layout_stamp()); q && q->cursor.object) {
+    const std::uint64_t object = q->object, query = q->query;
+    std::uint64_t version = 0;
+    if (e.delete_attr_at(q->cursor, &res, &version)) {
+      if (!res.ok()) return refuse(call, res, kind, h, key, engine_key);
+      emulated_answer(*q, true, object, query, version, 0, 0);
+      return MPI_SUCCESS;
+    }
+  }
+  res = e.delete_attr(kind, h, engine_key);
+  return res.ok() ? MPI_SUCCESS : refuse(call, res, kind, h, key, engine_key);
+}
+}  // namespace
+
+namespace {
+int delete_attr_full(const Call& call, Handle h, int key, const FnRef<int()>& forward);
 }  // namespace
 
 int on_delete_attr(const Call& call, Handle h, int key, const FnRef<int()>& forward) {
+  // The quick ways first, the full hook out of line (its frame costs ~20 instructions a call).
   int rc;
-  if (delete_cancels_set(call, h, key, forward, &rc)) return rc;
+  if (g_shadow ? delete_cancels_set(call, h, key, forward, &rc) : delete_emulated(call, h, key, &rc)) return rc;
+  return delete_attr_full(call, h, key, forward);
+}
+
+namespace {
+[[gnu::noinline]] int delete_attr_full(const Call& call, Handle h, int key, const FnRef<int()>& forward) {
+  int rc;
   CallScope scope(call);
   if (!enter(call, &rc)) return rc == kPassThrough ? forward() : rc;
   Runtime& r = state();
@@ -606,13 +702,11 @@ int on_delete_attr(const Call& call, Handle h, int key, const FnRef<int()>& forw
     report_status(call, Status::AttrAbsent, kind, h, key, engine_key);
     return r.mode == Mode::Emulate ? MPI_SUCCESS : forward();
   }
-  if (r.mode == Mode::Emulate) {
-    res = r.engine->delete_attr(kind, h, engine_key);
-    return res.ok() ? MPI_SUCCESS : refuse(call, res, kind, h, key, engine_key);
-  }
+  if (r.mode == Mode::Emulate) return emulate_delete(call, h, key, engine_key);
   ReplayScope replay(call, false);
   rc = forward();
   return mirror_library_delete(call, h, key, engine_key, rc, replay);
 }
+}  // namespace
 
 }  // namespace attrcheck::rt

@@ -1,7 +1,8 @@
-// The quick way of a shadow-mode set of a query this thread already checked (checked_set in
-// fast_path.hpp), inline in the generated set wrappers: the call goes to the library, and a set
-// that did exactly what the model requires is deferred (fast_path.hpp, "Deferred sets").
-// Everything else is decided by mirror_library_set (hooks.cpp).
+// The quick way of a set of a query this thread already checked (checked_set in fast_path.hpp),
+// inline in the generated set wrappers. Shadow mode: the call goes to the library, and a set
+// that did exactly what the model requires is deferred (fast_path.hpp, "Deferred sets");
+// everything else is decided by mirror_library_set (hooks.cpp). Emulate mode: the engine sets it
+// through the query's cursor (set_emulated).
 #pragma once
 
 #include "runtime/runtime.hpp"
@@ -51,10 +52,17 @@ int mirror_library_set(const Call& call, Handle h, int key, std::uint64_t word, 
   return true;
 }
 
+// Emulate mode: a set of a query this thread already checked (checked_set), made through the
+// query's cursor (hooks.cpp). `forward`: the library's set, for the full hook (on_set_attr) when
+// the cursor no longer serves.
+int set_emulated(const Call& call, QueryCache::Entry& q, Handle h, int key, std::uint64_t word,
+                 const FnRef<int()>& forward);
+
 // `q`: checked_set's entry for (h, key).
 template <typename Forward>
 inline int set_cached(const Call& call, QueryCache::Entry& q, Handle h, int key, std::uint64_t word,
                       Forward&& forward) {
+  if (!g_shadow) return set_emulated(call, q, h, key, word, forward);
   CallScope scope(call);
   // Deferred only where the answer, the value the set replaces, is known now.
   std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
