@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <cstring>
 
+#include "fast_unwind.hpp"
+
 namespace attrcheck {
 
-// The unwinder. glibc's backtrace() goes through libgcc's _Unwind_Backtrace, which finds and
+// The full unwinder, for the stacks the fast walk (fast_unwind.cpp) leaves to it. glibc's backtrace() goes through libgcc's _Unwind_Backtrace, which finds and
 // interprets each frame's DWARF CFI anew on every call: ~1,400 instructions a frame, ~20,000 for an
 // ordinary MPI call's stack, which made every keyval creation 65x the library's (callgrind).
 // libunwind's unw_backtrace keeps a per-thread cache of each return address's frame layout (where
@@ -39,10 +41,12 @@ BacktraceFn unwinder() noexcept {
 }
 }  // namespace
 
-// noinline: __builtin_return_address(0) must be the return address into our caller.
+// noinline: __builtin_return_address(0) must be the return address into our caller, and
+// __builtin_frame_address(0) makes this function keep a frame pointer, where the fast walk starts.
 __attribute__((noinline)) int capture_stack(void** frames, int max_depth, int skip) noexcept {
   if (!frames || max_depth <= 0) return 0;
   if (skip < 0) skip = 0;
+  if (const int n = detail::fast_backtrace(__builtin_frame_address(0), frames, max_depth, skip); n >= 0) return n;
   void* const caller = __builtin_return_address(0);
   void* buffer[kMaxStackDepth + 24];
   const int want = std::min(max_depth + skip + 8, static_cast<int>(sizeof buffer / sizeof *buffer));
