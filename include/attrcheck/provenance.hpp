@@ -26,7 +26,9 @@ int capture_stack(void** frames, int max_depth, int skip) noexcept;
 void warm_up_stack_capture() noexcept;
 
 // Stores each distinct stack once and names it by a small id (0 = "no stack").
-// Thread-safe. Ids stay valid for the depot's lifetime.
+// Thread-safe. Ids stay valid for the depot's lifetime. Each thread remembers the last few stacks
+// it interned (a create and a free from the same code repeat theirs), so interning one of those
+// again takes no lock.
 class StackDepot {
  public:
   StackDepot();
@@ -39,10 +41,12 @@ class StackDepot {
   std::size_t size() const;  // distinct stacks stored
 
  private:
+  Origin intern_locked(void* const* frames, int depth, std::uint64_t hash);
   struct Key {
     std::uint32_t offset;
     std::uint32_t depth;
   };
+  const std::uint64_t serial_;  // this depot, for the per-thread memory of recent stacks
   mutable std::mutex mu_;
   std::vector<void*> storage_;                             // all frames, back to back
   std::vector<Key> stacks_;                                // id - 1 -> its frames

@@ -92,10 +92,10 @@ enum RuleKind : std::uint8_t {
 };
 
 struct Rule {
-  std::int32_t cfa_off;
-  std::int16_t rbp_off;  // the caller's rbp is saved at CFA + rbp_off; 0: rbp is not saved (unchanged)
-  std::int8_t ra_off;    // the return address is at CFA + ra_off
-  std::uint8_t kind;
+  std::int32_t cfa_off;  // a multiple of 8
+  std::int16_t rbp_off;  // the caller's rbp is saved at CFA + rbp_off (< 0, a multiple of 8); 0: not saved
+  std::uint8_t unused;
+  std::uint8_t kind;     // the return address is always at CFA - 8 (rules that say otherwise: kUnsupported)
 };
 static_assert(sizeof(Rule) == 8, "a rule is stored with one 8-byte write");
 
@@ -413,23 +413,19 @@ Rule derive_rule(std::uintptr_t ip, bool exact) noexcept {
   if (!run_cfi(r.p, r.end, cie, loc, target, row, initial)) return unsupported;
   if (row.ra.how == RegRule::Undefined) return Rule{0, 0, 0, kEnd};
   if (row.cfa_expression || (row.cfa_reg != kDwarfRsp && row.cfa_reg != kDwarfRbp)) return unsupported;
-  if (row.ra.how != RegRule::Offset || !fits(row.ra.off, -128, 127)) return unsupported;
-  if (!fits(row.cfa_off, INT32_MIN, INT32_MAX)) return unsupported;
+  if (row.ra.how != RegRule::Offset || row.ra.off != -8) return unsupported;
+  if (!fits(row.cfa_off, 8, INT32_MAX) || row.cfa_off % 8) return unsupported;
   std::int64_t rbp_off = 0;
-  if (row.rbp.how == RegRule::Offset && row.rbp.off != 0 && fits(row.rbp.off, INT16_MIN, INT16_MAX))
+  if (row.rbp.how == RegRule::Offset && fits(row.rbp.off, INT16_MIN, -8) && row.rbp.off % 8 == 0)
     rbp_off = row.rbp.off;
   else if (row.rbp.how != RegRule::Same)
     return unsupported;
-  return Rule{static_cast<std::int32_t>(row.cfa_off), static_cast<std::int16_t>(rbp_off),
-              static_cast<std::int8_t>(row.ra.off), row.cfa_reg == kDwarfRsp ? kRsp : kRbp};
+  return Rule{static_cast<std::int32_t>(row.cfa_off), static_cast<std::int16_t>(rbp_off), 0,
+              row.cfa_reg == kDwarfRsp ? kRsp : kRbp};
 }
 
-// The rule of a frame, from the table or derived and stored.
-Rule rule_for(std::uintptr_t ip, bool exact) noexcept {
-  const std::uintptr_t key = exact ? ip | kExact : ip;
-  RuleSet& set = set_for(key);
-  if (set.way[0].key == key) return unpack(set.way[0].rule);
-  if (set.way[1].key == key) return unpack(set.way[1].rule);
+// The rule of a frame, derived and stored (the walk looks the table up itself).
+__attribute__((noinline)) Rule fill_rule(RuleSet& set, std::uintptr_t key, std::uintptr_t ip, bool exact) noexcept {
   if (t_filling) return derive_rule(ip, exact);  // a signal handler inside a fill: use, do not store
   t_filling = true;
   std::atomic_signal_fence(std::memory_order_seq_cst);
@@ -481,25 +477,23 @@ void drop_rules_if_modules_changed() noexcept {
   t_rules_generation = generation;
 }
 
-// A stack word, read only when [addr, addr + 8) lies in [lo, hi). Not instrumented: the words
-// are other frames' (an address sanitizer would call its spill slots out of bounds).
-__attribute__((no_sanitize_address)) inline bool load(std::uintptr_t addr, std::uintptr_t lo, std::uintptr_t hi,
-                                                     std::uintptr_t* value) noexcept {
-  if (addr < lo || addr > hi - 8 || (addr & 7)) return false;
-  *value = *reinterpret_cast<const std::uintptr_t*>(addr);
-  return true;
+// A stack word the walk has checked to lie in [lo, hi). Not instrumented: the words are other
+// frames' (an address sanitizer would call their spill slots out of bounds).
+__attribute__((no_sanitize_address)) inline std::uintptr_t stack_word(std::uintptr_t addr) noexcept {
+  return *reinterpret_cast<const std::uintptr_t*>(addr);
 }
 
 }  // namespace
 
+// Every read lies in [lo, hi): the return address at CFA - 8 with rsp < CFA <= hi, both 8-aligned
+// (so CFA - 8 >= rsp >= lo); a saved rbp below the CFA and at or above lo; a ucontext's registers
+// between rsp and hi.
 int fast_backtrace(const void* frame, void** out, int max_depth, int skip) noexcept {
   const std::uintptr_t lo = reinterpret_cast<std::uintptr_t>(frame);
   const std::uintptr_t hi = stack_top(lo);
-  if (!hi) return -1;  // not on the thread's stack (an alternate signal stack, a coroutine's)
+  if (!hi || (lo & 7) || hi - lo < 16) return -1;  // not on the thread's stack (an alternate signal stack, a coroutine's)
   drop_rules_if_modules_changed();
-  std::uintptr_t ip = 0, rbp = 0;
-  if (!load(lo + 8, lo, hi, &ip) || !load(lo, lo, hi, &rbp)) return -1;
-  std::uintptr_t rsp = lo + 16;
+  std::uintptr_t ip = stack_word(lo + 8), rbp = stack_word(lo), rsp = lo + 16;
   bool exact = false;
   int n = 0;
   for (int index = 0;; ++index) {
@@ -508,34 +502,45 @@ int fast_backtrace(const void* frame, void** out, int max_depth, int skip) noexc
       out[n++] = reinterpret_cast<void*>(ip);
       if (n == max_depth) return n;
     }
-    const Rule rule = rule_for(ip, exact);
+    const std::uintptr_t key = exact ? ip | kExact : ip;
+    RuleSet& set = set_for(key);
+    const Rule rule = set.way[0].key == key   ? unpack(set.way[0].rule)
+                      : set.way[1].key == key ? unpack(set.way[1].rule)
+                                              : fill_rule(set, key, ip, exact);
     std::uintptr_t cfa;
-    switch (rule.kind) {
-      case kRsp: cfa = rsp + static_cast<std::uintptr_t>(static_cast<std::intptr_t>(rule.cfa_off)); break;
-      case kRbp: cfa = rbp + static_cast<std::uintptr_t>(static_cast<std::intptr_t>(rule.cfa_off)); break;
-      case kEnd: return n;
-      case kSignal: {
-        // rsp is the kernel's ucontext (the trampoline's frame starts with it).
-        const std::uintptr_t uc = rsp;
-        std::uintptr_t sp = 0;
-        if (!load(uc + offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP]), lo, hi, &ip) ||
-            !load(uc + offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP]), lo, hi, &sp) ||
-            !load(uc + offsetof(ucontext_t, uc_mcontext.gregs[REG_RBP]), lo, hi, &rbp) || sp <= rsp)
-          return -1;
-        rsp = sp;
-        exact = true;
-        continue;
-      }
-      default: return -1;
-    }
-    if (cfa <= rsp) return -1;  // frames lie strictly above each other: no loop, ever
-    std::uintptr_t ra = 0;
-    if (!load(cfa + static_cast<std::uintptr_t>(static_cast<std::intptr_t>(rule.ra_off)), lo, hi, &ra)) return -1;
-    if (rule.rbp_off &&
-        !load(cfa + static_cast<std::uintptr_t>(static_cast<std::intptr_t>(rule.rbp_off)), lo, hi, &rbp))
+    if (rule.kind == kRsp) {
+      cfa = rsp + static_cast<std::uintptr_t>(rule.cfa_off);
+    } else if (rule.kind == kRbp) {
+      cfa = rbp + static_cast<std::uintptr_t>(rule.cfa_off);
+    } else if (rule.kind == kEnd) {
+      return n;
+    } else if (rule.kind == kSignal) {
+      // rsp is the kernel's ucontext (the trampoline's frame starts with it).
+      constexpr std::size_t kRip = offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP]);
+      constexpr std::size_t kRspAt = offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP]);
+      constexpr std::size_t kRbpAt = offsetof(ucontext_t, uc_mcontext.gregs[REG_RBP]);
+      static_assert(kRip % 8 == 0 && kRspAt % 8 == 0 && kRbpAt % 8 == 0, "aligned registers");
+      constexpr std::size_t kEndAt = (kRip > kRspAt ? (kRip > kRbpAt ? kRip : kRbpAt) : (kRspAt > kRbpAt ? kRspAt : kRbpAt)) + 8;
+      if (hi - rsp < kEndAt) return -1;
+      const std::uintptr_t sp = stack_word(rsp + kRspAt);
+      if (sp <= rsp || sp >= hi || (sp & 7)) return -1;
+      ip = stack_word(rsp + kRip);
+      rbp = stack_word(rsp + kRbpAt);
+      rsp = sp;
+      exact = true;
+      continue;
+    } else {
       return -1;
+    }
+    // rsp < cfa <= hi, 8-aligned: frames lie strictly above each other (no loop, ever).
+    if (cfa - rsp - 1 >= hi - rsp || (cfa & 7)) return -1;
+    if (rule.rbp_off) {
+      const std::uintptr_t at = cfa + static_cast<std::uintptr_t>(static_cast<std::intptr_t>(rule.rbp_off));
+      if (at < lo) return -1;
+      rbp = stack_word(at);
+    }
+    ip = stack_word(cfa - 8);
     rsp = cfa;
-    ip = ra;
     exact = false;
   }
 }

@@ -5,6 +5,7 @@
 #include <execinfo.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "fast_unwind.hpp"
@@ -68,7 +69,25 @@ void warm_up_stack_capture() noexcept {
   capture_stack(frame, 1, 0);
 }
 
-StackDepot::StackDepot() = default;
+namespace {
+// Never 0: a thread's empty memory names no depot.
+std::atomic<std::uint64_t> g_depot_serial{0};
+
+// The stacks this thread interned last, direct-mapped by hash: a hit compares the frames and
+// returns the id without the depot's lock. Keyed by the depot's serial, never its address, so a
+// depot destroyed and another built in its place share nothing.
+struct RecentStack {
+  std::uint64_t depot;
+  std::uint64_t hash;
+  Origin id;
+  int depth;
+  void* frames[32];
+};
+constexpr int kRecentStacks = 4;
+__thread RecentStack t_recent[kRecentStacks];
+}  // namespace
+
+StackDepot::StackDepot() : serial_(g_depot_serial.fetch_add(1, std::memory_order_relaxed) + 1) {}
 
 namespace {
 std::uint64_t hash_frames(void* const* frames, int depth) noexcept {
@@ -86,6 +105,23 @@ Origin StackDepot::intern(void* const* frames, int depth) {
   if (!frames || depth <= 0) return 0;
   depth = std::min(depth, kMaxStackDepth);
   const std::uint64_t h = hash_frames(frames, depth);
+  RecentStack& recent = t_recent[h % kRecentStacks];
+  if (recent.depot == serial_ && recent.hash == h && recent.depth == depth &&
+      std::equal(frames, frames + depth, recent.frames))
+    return recent.id;
+  const Origin id = intern_locked(frames, depth, h);
+  if (depth <= static_cast<int>(sizeof recent.frames / sizeof *recent.frames)) {
+    recent.depot = 0;
+    std::copy(frames, frames + depth, recent.frames);
+    recent.hash = h;
+    recent.depth = depth;
+    recent.id = id;
+    recent.depot = serial_;
+  }
+  return id;
+}
+
+Origin StackDepot::intern_locked(void* const* frames, int depth, std::uint64_t h) {
   std::lock_guard<std::mutex> lock(mu_);
   auto range = by_hash_.equal_range(h);
   for (auto it = range.first; it != range.second; ++it) {
