@@ -97,7 +97,6 @@ struct Rule {
   std::uint8_t unused;
   std::uint8_t kind;     // the return address is always at CFA - 8 (rules that say otherwise: kUnsupported)
 };
-static_assert(sizeof(Rule) == 8, "a rule is stored with one 8-byte write");
 
 // Per thread (no sharing, no atomics, nothing to lock in a signal handler), 2-way set-associative:
 // a stack's return addresses are a few dozen, and two of them sharing a set must not evict each
@@ -107,7 +106,7 @@ constexpr int kRuleSets = 256;
 constexpr std::uintptr_t kExact = std::uintptr_t{1} << 63;
 struct Slot {
   std::uintptr_t key;
-  std::uint64_t rule;  // a Rule, stored and loaded whole
+  Rule rule;
 };
 struct RuleSet {
   Slot way[2];  // way[0] the most recently filled
@@ -122,21 +121,10 @@ __thread std::uintptr_t t_stack_bottom;
 __thread std::uintptr_t t_stack_top;
 __thread std::uint8_t t_stack_state;  // 0 unknown, 1 known, 2 unavailable
 
-inline RuleSet& set_for(std::uintptr_t key) noexcept {
-  return t_rules[(key * 0x9e3779b97f4a7c15ULL) >> (64 - 8)];
+inline RuleSet& set_for(RuleSet* table, std::uintptr_t key) noexcept {
+  return table[(key * 0x9e3779b97f4a7c15ULL) >> (64 - 8)];
 }
 static_assert(kRuleSets == 256, "set_for takes the top 8 bits");
-
-inline Rule unpack(std::uint64_t word) noexcept {
-  Rule r;
-  std::memcpy(&r, &word, sizeof r);
-  return r;
-}
-inline std::uint64_t pack(Rule r) noexcept {
-  std::uint64_t word;
-  std::memcpy(&word, &r, sizeof word);
-  return word;
-}
 
 // ---- reading .eh_frame --------------------------------------------------------------------------
 
@@ -433,7 +421,7 @@ __attribute__((noinline)) Rule fill_rule(RuleSet& set, std::uintptr_t key, std::
   set.way[1] = set.way[0];
   set.way[0].key = 0;  // never a key and a rule from two different fills
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  set.way[0].rule = pack(rule);
+  set.way[0].rule = rule;
   std::atomic_signal_fence(std::memory_order_seq_cst);
   set.way[0].key = key;
   std::atomic_signal_fence(std::memory_order_seq_cst);
@@ -483,6 +471,15 @@ __attribute__((no_sanitize_address)) inline std::uintptr_t stack_word(std::uintp
   return *reinterpret_cast<const std::uintptr_t*>(addr);
 }
 
+// The rule for `key` (an address, with kExact for an exact one), from `table` (this thread's: the
+// walk takes its address once) or derived.
+inline Rule lookup(RuleSet* table, std::uintptr_t key) noexcept {
+  RuleSet& set = set_for(table, key);
+  if (set.way[0].key == key) return set.way[0].rule;
+  if (set.way[1].key == key) return set.way[1].rule;
+  return fill_rule(set, key, key & ~kExact, (key & kExact) != 0);
+}
+
 }  // namespace
 
 // Every read lies in [lo, hi): the return address at CFA - 8 with rsp < CFA <= hi, both 8-aligned
@@ -493,29 +490,32 @@ int fast_backtrace(const void* frame, void** out, int max_depth, int skip) noexc
   const std::uintptr_t hi = stack_top(lo);
   if (!hi || (lo & 7) || hi - lo < 16) return -1;  // not on the thread's stack (an alternate signal stack, a coroutine's)
   drop_rules_if_modules_changed();
+  RuleSet* const rules = t_rules;
   std::uintptr_t ip = stack_word(lo + 8), rbp = stack_word(lo), rsp = lo + 16;
-  bool exact = false;
-  int n = 0;
-  for (int index = 0;; ++index) {
-    if (ip == 0) return n;
-    if (index >= skip) {
-      out[n++] = reinterpret_cast<void*>(ip);
-      if (n == max_depth) return n;
+  void** next = out;
+  void** const end = out + max_depth;
+  while (ip) {
+    if (skip > 0) {
+      --skip;
+    } else {
+      *next++ = reinterpret_cast<void*>(ip);
+      if (next == end) break;
     }
-    const std::uintptr_t key = exact ? ip | kExact : ip;
-    RuleSet& set = set_for(key);
-    const Rule rule = set.way[0].key == key   ? unpack(set.way[0].rule)
-                      : set.way[1].key == key ? unpack(set.way[1].rule)
-                                              : fill_rule(set, key, ip, exact);
+    Rule rule = lookup(rules, ip);
     std::uintptr_t cfa;
-    if (rule.kind == kRsp) {
-      cfa = rsp + static_cast<std::uintptr_t>(rule.cfa_off);
-    } else if (rule.kind == kRbp) {
-      cfa = rbp + static_cast<std::uintptr_t>(rule.cfa_off);
-    } else if (rule.kind == kEnd) {
-      return n;
-    } else if (rule.kind == kSignal) {
-      // rsp is the kernel's ucontext (the trampoline's frame starts with it).
+    for (;;) {
+      if (rule.kind == kRsp) {
+        cfa = rsp + static_cast<std::uintptr_t>(rule.cfa_off);  // rsp and cfa_off are 8-aligned
+        break;
+      }
+      if (rule.kind == kRbp) {
+        cfa = rbp + static_cast<std::uintptr_t>(rule.cfa_off);
+        if (cfa & 7) return -1;
+        break;
+      }
+      if (rule.kind != kSignal) return rule.kind == kEnd ? static_cast<int>(next - out) : -1;
+      // rsp is the kernel's ucontext (the trampoline's frame starts with it); the interrupted
+      // frame's address is exact, and so is the lookup of its rule.
       constexpr std::size_t kRip = offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP]);
       constexpr std::size_t kRspAt = offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP]);
       constexpr std::size_t kRbpAt = offsetof(ucontext_t, uc_mcontext.gregs[REG_RBP]);
@@ -527,13 +527,17 @@ int fast_backtrace(const void* frame, void** out, int max_depth, int skip) noexc
       ip = stack_word(rsp + kRip);
       rbp = stack_word(rsp + kRbpAt);
       rsp = sp;
-      exact = true;
-      continue;
-    } else {
-      return -1;
+      if (!ip) return static_cast<int>(next - out);
+      if (skip > 0) {
+        --skip;
+      } else {
+        *next++ = reinterpret_cast<void*>(ip);
+        if (next == end) return max_depth;
+      }
+      rule = lookup(rules, ip | kExact);
     }
-    // rsp < cfa <= hi, 8-aligned: frames lie strictly above each other (no loop, ever).
-    if (cfa - rsp - 1 >= hi - rsp || (cfa & 7)) return -1;
+    // rsp < cfa <= hi: frames lie strictly above each other (no loop, ever).
+    if (cfa <= rsp || cfa > hi) return -1;
     if (rule.rbp_off) {
       const std::uintptr_t at = cfa + static_cast<std::uintptr_t>(static_cast<std::intptr_t>(rule.rbp_off));
       if (at < lo) return -1;
@@ -541,8 +545,8 @@ int fast_backtrace(const void* frame, void** out, int max_depth, int skip) noexc
     }
     ip = stack_word(cfa - 8);
     rsp = cfa;
-    exact = false;
   }
+  return static_cast<int>(next - out);
 }
 
 }  // namespace attrcheck::detail

@@ -73,18 +73,21 @@ namespace {
 // Never 0: a thread's empty memory names no depot.
 std::atomic<std::uint64_t> g_depot_serial{0};
 
-// The stacks this thread interned last, direct-mapped by hash: a hit compares the frames and
-// returns the id without the depot's lock. Keyed by the depot's serial, never its address, so a
-// depot destroyed and another built in its place share nothing.
+// The stacks this thread interned last, direct-mapped by their innermost frame (the call site: a
+// create's and a free's differ): a hit compares the frames and returns the id, with no hash and
+// no lock. Keyed by the depot's serial, never its address, so a depot destroyed and another built
+// in its place share nothing.
 struct RecentStack {
   std::uint64_t depot;
-  std::uint64_t hash;
   Origin id;
   int depth;
   void* frames[32];
 };
-constexpr int kRecentStacks = 4;
-__thread RecentStack t_recent[kRecentStacks];
+struct RecentSet {
+  RecentStack way[2];  // way[0] the most recently stored
+};
+constexpr int kRecentSets = 4;
+__thread RecentSet t_recent[kRecentSets];
 }  // namespace
 
 StackDepot::StackDepot() : serial_(g_depot_serial.fetch_add(1, std::memory_order_relaxed) + 1) {}
@@ -104,16 +107,17 @@ std::uint64_t hash_frames(void* const* frames, int depth) noexcept {
 Origin StackDepot::intern(void* const* frames, int depth) {
   if (!frames || depth <= 0) return 0;
   depth = std::min(depth, kMaxStackDepth);
-  const std::uint64_t h = hash_frames(frames, depth);
-  RecentStack& recent = t_recent[h % kRecentStacks];
-  if (recent.depot == serial_ && recent.hash == h && recent.depth == depth &&
-      std::equal(frames, frames + depth, recent.frames))
-    return recent.id;
-  const Origin id = intern_locked(frames, depth, h);
-  if (depth <= static_cast<int>(sizeof recent.frames / sizeof *recent.frames)) {
+  RecentSet& set = t_recent[(reinterpret_cast<std::uintptr_t>(frames[0]) * 0x9e3779b97f4a7c15ULL) >> 62];
+  static_assert(kRecentSets == 4, "the top 2 bits pick the set");
+  for (const RecentStack& recent : set.way)
+    if (recent.depot == serial_ && recent.depth == depth && std::equal(frames, frames + depth, recent.frames))
+      return recent.id;
+  const Origin id = intern_locked(frames, depth, hash_frames(frames, depth));
+  if (depth <= static_cast<int>(sizeof set.way[0].frames / sizeof *set.way[0].frames)) {
+    set.way[1] = set.way[0];
+    RecentStack& recent = set.way[0];
     recent.depot = 0;
     std::copy(frames, frames + depth, recent.frames);
-    recent.hash = h;
     recent.depth = depth;
     recent.id = id;
     recent.depot = serial_;
