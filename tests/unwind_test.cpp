@@ -145,6 +145,14 @@ void on_signal(int) { walk_all(g_signal_walks); }
 
 int raise_usr1(void*) { return raise(SIGUSR1); }
 
+// The handler's walks should not be this thread's first: finding the thread's stack bounds and
+// loading the full unwinder allocate (ThreadSanitizer rightly reports that inside a handler).
+void warm_up() {
+  attrcheck::warm_up_stack_capture();
+  Walks w;
+  provenance_nofp::descend(1, &walk_all, &w);
+}
+
 struct ScopedHandler {
   struct sigaction previous{};
   explicit ScopedHandler(int flags) {
@@ -160,6 +168,7 @@ struct ScopedHandler {
 TEST(FastUnwind, ThroughASignalFrame) {
   // The handler's stack: walk_all, on_signal, the kernel's trampoline, then the interrupted code
   // (inside raise) and the frames without frame pointers that called it.
+  warm_up();
   Walks w;
   g_signal_walks = &w;
   {
@@ -179,6 +188,7 @@ TEST(FastUnwind, OnAnAlternateSignalStackTheFullUnwinderWalks) {
   ss.ss_size = alt.size();
   stack_t old{};
   ASSERT_EQ(sigaltstack(&ss, &old), 0);
+  warm_up();
   Walks w;
   g_signal_walks = &w;
   {

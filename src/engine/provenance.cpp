@@ -42,13 +42,10 @@ BacktraceFn unwinder() noexcept {
 }
 }  // namespace
 
-// noinline: __builtin_return_address(0) must be the return address into our caller, and
-// __builtin_frame_address(0) makes this function keep a frame pointer, where the fast walk starts.
-__attribute__((noinline)) int capture_stack(void** frames, int max_depth, int skip) noexcept {
-  if (!frames || max_depth <= 0) return 0;
-  if (skip < 0) skip = 0;
-  if (const int n = detail::fast_backtrace(__builtin_frame_address(0), frames, max_depth, skip); n >= 0) return n;
-  void* const caller = __builtin_return_address(0);
+namespace {
+// A capture by the full unwinder; `caller` is the return address into capture_stack's caller.
+// Inlined, so that the frames above the unwinder's call are the same as capture_stack's own.
+__attribute__((always_inline)) inline int full_capture(void* caller, void** frames, int max_depth, int skip) noexcept {
   void* buffer[kMaxStackDepth + 24];
   const int want = std::min(max_depth + skip + 8, static_cast<int>(sizeof buffer / sizeof *buffer));
   const int got = unwinder()(buffer, want);
@@ -63,10 +60,23 @@ __attribute__((noinline)) int capture_stack(void** frames, int max_depth, int sk
   std::memcpy(frames, buffer + first, static_cast<std::size_t>(n) * sizeof(void*));
   return n;
 }
+}  // namespace
+
+// noinline: __builtin_return_address(0) must be the return address into our caller, and
+// __builtin_frame_address(0) makes this function keep a frame pointer, where the fast walk starts.
+__attribute__((noinline)) int capture_stack(void** frames, int max_depth, int skip) noexcept {
+  if (!frames || max_depth <= 0) return 0;
+  if (skip < 0) skip = 0;
+  if (const int n = detail::fast_backtrace(__builtin_frame_address(0), frames, max_depth, skip); n >= 0) return n;
+  return full_capture(__builtin_return_address(0), frames, max_depth, skip);
+}
 
 void warm_up_stack_capture() noexcept {
+  // Both unwinders: the fast walk finds this thread's stack bounds (pthread_getattr_np allocates
+  // for the main thread), and the full one is loaded and run once.
   void* frame[1];
   capture_stack(frame, 1, 0);
+  full_capture(nullptr, frame, 1, 0);
 }
 
 namespace {
