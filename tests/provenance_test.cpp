@@ -2,7 +2,6 @@
 #include "attrcheck/provenance.hpp"
 
 #include <gtest/gtest.h>
-#include <unwind.h>
 
 #include <execinfo.h>
 
@@ -13,6 +12,8 @@
 #include <new>
 #include <thread>
 #include <vector>
+
+#include "reference_unwind.hpp"
 
 // provenance_nofp.cpp: `levels` frames built without frame pointers, rbp overwritten in each,
 // then leaf(arg).
@@ -64,27 +65,11 @@ struct TwoStacks {
   int n_reference;
 };
 
-// The reference: libgcc's DWARF unwinder, called directly (glibc's backtrace() is the same
-// unwinder, but a sanitizer runtime intercepts it with a frame-pointer walk of its own).
-struct ReferenceWalk {
-  void** out;
-  int max;
-  int n;
-};
-_Unwind_Reason_Code reference_frame(_Unwind_Context* context, void* arg) {
-  auto* w = static_cast<ReferenceWalk*>(arg);
-  if (w->n >= w->max) return _URC_END_OF_STACK;
-  w->out[w->n++] = reinterpret_cast<void*>(_Unwind_GetIP(context));
-  return _URC_NO_REASON;
-}
-
 // Captures the stack with capture_stack and with the reference unwinder from the same frame.
 __attribute__((noinline)) int capture_both(void* arg) {
   auto* s = static_cast<TwoStacks*>(arg);
   s->n_ours = capture_stack(s->ours, kMaxStackDepth, 0);
-  ReferenceWalk walk{s->reference, kMaxStackDepth + 8, 0};
-  _Unwind_Backtrace(&reference_frame, &walk);
-  s->n_reference = walk.n;
+  s->n_reference = attrcheck_test::reference_backtrace(s->reference, kMaxStackDepth + 8);
   asm volatile("" ::: "memory");
   return 0;
 }

@@ -6,12 +6,13 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <unwind.h>
 
 #include <cstdlib>
 #include <thread>
+#include <vector>
 
 #include "attrcheck/provenance.hpp"
+#include "reference_unwind.hpp"
 
 // provenance_nofp.cpp: `levels` frames built without frame pointers, rbp overwritten in each,
 // then leaf(arg).
@@ -34,29 +35,12 @@ struct Walks {
   int n_captured = 0;
 };
 
-struct ReferenceWalk {
-  void** out;
-  int max;
-  int n;
-};
-_Unwind_Reason_Code reference_frame(_Unwind_Context* context, void* arg) {
-  auto* w = static_cast<ReferenceWalk*>(arg);
-  if (w->n >= w->max) return _URC_END_OF_STACK;
-  // After the outermost frame (_start's, whose return address is undefined), libgcc reports one
-  // more with IP 0: not a frame.
-  if (_Unwind_GetIP(context) == 0) return _URC_END_OF_STACK;
-  w->out[w->n++] = reinterpret_cast<void*>(_Unwind_GetIP(context));
-  return _URC_NO_REASON;
-}
-
 // Walks this stack three ways. The fast walk starts at this function's caller (the return address
 // in this frame); the reference's first frame is the call site of _Unwind_Backtrace below.
 __attribute__((noinline)) int walk_all(void* arg) {
   auto* w = static_cast<Walks*>(arg);
   w->n_fast = fast_backtrace(__builtin_frame_address(0), w->fast, kMax, 0);
-  ReferenceWalk ref{w->ref, kMax, 0};
-  _Unwind_Backtrace(&reference_frame, &ref);
-  w->n_ref = ref.n;
+  w->n_ref = attrcheck_test::reference_backtrace(w->ref, kMax);
   w->n_captured = attrcheck::capture_stack(w->captured, attrcheck::kMaxStackDepth, 0);
   asm volatile("" ::: "memory");
   return 0;
