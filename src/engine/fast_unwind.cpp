@@ -6,9 +6,9 @@
 // libunwind's) is right but finds and interprets each frame's CFI on every call (libgcc) or goes
 // through a general-purpose cache (libunwind: ~1,400 instructions for an MPI call's stack). Here,
 // for each return address, the rule that gives its caller's frame — CFA = rsp + N or rbp + N, the
-// return address at CFA + M, the caller's rbp saved at CFA + K or left alone — is derived once from
+// return address at CFA - 8, the caller's rbp saved at CFA - K or left alone — is derived once from
 // .eh_frame (libgcc's _Unwind_Find_FDE, then a small interpreter for the CFI subset compilers emit
-// for ordinary functions) and kept in a direct-mapped per-thread table. Anything outside that
+// for ordinary functions) and kept in a 2-way set-associative per-thread table. Anything outside that
 // subset (a CFA expression, stack realignment through another register, no FDE at all) makes the
 // walk give up, and the caller unwinds the whole stack with the full unwinder: the result is the
 // same stack either way, only the cost differs.
