@@ -164,6 +164,19 @@ TEST(FastUnwind, ThroughASignalFrame) {
   EXPECT_GE(w.n_fast, 12);  // it went on past the signal frame
 }
 
+TEST(FastUnwind, AThreadsFirstWalkInASignalHandler) {
+  // Finding the thread's stack bounds happens inside the handler (the fatal-signal handler can be
+  // a thread's first capture): async-signal-safe, and the walk still goes through.
+  Walks w;
+  g_signal_walks = &w;
+  {
+    ScopedHandler handler(0);
+    std::thread([] { provenance_nofp::descend(4, &raise_usr1, nullptr); }).join();
+  }
+  expect_fast_walk_exact(w);
+  EXPECT_GE(w.n_fast, 8);
+}
+
 TEST(FastUnwind, OnAnAlternateSignalStackTheFullUnwinderWalks) {
   // The handler runs on a stack the fast walk has no bounds for: capture_stack must still be right.
   std::vector<char> alt(1 << 16);

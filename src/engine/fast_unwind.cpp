@@ -33,9 +33,13 @@
 #include <cstring>
 
 #if ATTRCHECK_FAST_UNWIND
-#include <pthread.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <ucontext.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstddef>
 #endif
 
@@ -429,24 +433,71 @@ __attribute__((noinline)) Rule fill_rule(RuleSet& set, std::uintptr_t key, std::
   return rule;
 }
 
+// The mapping of /proc/self/maps that holds `sp`, as [*lo, *hi). Async-signal-safe (open, read,
+// close into a fixed buffer; errno kept), since a thread's first walk may be in a signal handler
+// (the fatal-signal handler captures where a callback crashed).
+bool mapping_holding(std::uintptr_t sp, std::uintptr_t* lo, std::uintptr_t* hi) noexcept {
+  const int saved_errno = errno;
+  const int fd = ::open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    errno = saved_errno;
+    return false;
+  }
+  char buf[4096];
+  std::size_t have = 0;
+  bool found = false;
+  while (!found) {
+    const ssize_t got = ::read(fd, buf + have, sizeof buf - have);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    have += static_cast<std::size_t>(got);
+    std::size_t line = 0;
+    for (std::size_t i = 0; i < have && !found; ++i) {
+      if (buf[i] != '\n') continue;
+      // "start-end perms ...": two hex numbers.
+      std::uintptr_t v[2] = {0, 0};
+      std::size_t p = line;
+      for (int k = 0; k < 2; ++k, ++p) {
+        for (; p < i; ++p) {
+          const char c = buf[p];
+          const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+          if (d < 0) break;
+          v[k] = v[k] << 4 | static_cast<std::uintptr_t>(d);
+        }
+      }
+      if (v[0] <= sp && sp < v[1]) {
+        *lo = v[0];
+        *hi = v[1];
+        found = true;
+      }
+      line = i + 1;
+    }
+    std::memmove(buf, buf + line, have - line);
+    have -= line;
+    if (have == sizeof buf) have = 0;  // a line longer than the buffer: not a stack's
+  }
+  ::close(fd);
+  errno = saved_errno;
+  return found;
+}
+
 // Whether `sp` lies on this thread's stack, and its top if so (0 if not or unknown). The bounds are
-// found once per thread (pthread_getattr_np: not async-signal-safe, and it allocates for the main
-// thread; a walk in a handler before they are known uses the full unwinder).
+// found on the thread's first walk: the mapping that holds its stack pointer; for the main thread,
+// whose mapping grows, from its top down by the stack's size limit (where nothing else is mapped,
+// as pthread_getattr_np reckons it). A walk from elsewhere (an alternate signal stack, a
+// coroutine's) is the full unwinder's.
 std::uintptr_t stack_top(std::uintptr_t sp) noexcept {
   if (t_stack_state == 1) return sp >= t_stack_bottom && sp < t_stack_top ? t_stack_top : 0;
   if (t_stack_state == 2 || t_filling) return 0;
   t_filling = true;
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  pthread_attr_t attr;
   std::uintptr_t bottom = 0, top = 0;
-  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-    void* addr = nullptr;
-    std::size_t size = 0;
-    if (pthread_attr_getstack(&attr, &addr, &size) == 0 && addr && size) {
-      bottom = reinterpret_cast<std::uintptr_t>(addr);
-      top = bottom + size;
-    }
-    pthread_attr_destroy(&attr);
+  if (mapping_holding(sp, &bottom, &top) && ::getpid() == static_cast<pid_t>(::syscall(SYS_gettid))) {
+    struct rlimit limit{};
+    const std::uintptr_t size = ::getrlimit(RLIMIT_STACK, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY
+                                    ? static_cast<std::uintptr_t>(limit.rlim_cur)
+                                    : std::uintptr_t{8} << 20;
+    if (top - bottom < size) bottom = top - size;
   }
   t_stack_bottom = bottom;
   t_stack_top = top;
