@@ -1,15 +1,19 @@
 // The findings store and the per-rank report writer, without MPI.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include <cstdio>
+#include <climits>
 #include <cstdlib>
+#include <exception>
 #include <fstream>
 #include <sstream>
 #include <string>
 
 #include "render_report.hpp"
+#include "report/maps.hpp"
 #include "report/report.hpp"
 
 namespace attrcheck {
@@ -186,6 +190,37 @@ TEST(Journal, HeaderNamesTheRunAndItsJobAndFindingsFollow) {
 
 // The job the user started keeps rank-N.json; a spawned job's ranks (world ranks from 0 again)
 // are named by their job, or by their pid when the process manager gives no job identity.
+// The signal path's module lookup agrees with dladdr's (path made absolute, offset from its base)
+// for code in this program and in a shared library, and skips memory that is no file's.
+TEST(SignalSafeModules, AgreeWithDladdr) {
+  const void* addresses[] = {reinterpret_cast<const void*>(&input), reinterpret_cast<const void*>(&std::fflush),
+                             reinterpret_cast<const void*>(&std::terminate), static_cast<const void*>(&addresses)};
+  struct Found {
+    std::string path[4];
+    std::uint64_t offset[4] = {};
+    int calls = 0;
+  } found;
+  modules_from_maps(addresses, 4, [](void* c, int i, const char* path, std::uint64_t offset) {
+    auto* f = static_cast<Found*>(c);
+    f->path[i] = path;
+    f->offset[i] = offset;
+    ++f->calls;
+  }, &found);
+  EXPECT_EQ(found.calls, 3);  // not the stack variable
+  for (int i = 0; i < 3; ++i) {
+    Dl_info dl{};
+    ASSERT_TRUE(dladdr(addresses[i], &dl) && dl.dli_fname) << i;
+    char real[PATH_MAX];
+    ASSERT_NE(realpath(dl.dli_fname, real), nullptr) << dl.dli_fname;
+    char mapped[PATH_MAX];
+    ASSERT_NE(realpath(found.path[i].c_str(), mapped), nullptr) << found.path[i];
+    EXPECT_STREQ(mapped, real) << i;
+    EXPECT_EQ(found.offset[i], static_cast<std::uint64_t>(static_cast<const char*>(addresses[i]) -
+                                                          static_cast<const char*>(dl.dli_fbase)))
+        << i << " " << found.path[i];
+  }
+}
+
 TEST(ReportFile, SpawnedJobsAreNamedByJob) {
   RunInfo run;
   run.rank = 3;

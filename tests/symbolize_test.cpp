@@ -1,7 +1,8 @@
 // In-process symbolization (src/report/symbolize.hpp), without MPI: a report's sites and stack
 // frames get function, file and line, a return address names the call before it, an entry
-// address names its own function, and a stripped library's static function gets no name (not the
-// exported one before it). One test: libbacktrace's view of the modules is set up once per process.
+// address names its own function, a stripped library's static function gets no name (not the
+// exported one before it), and a module with compressed DWARF is named from its symbol table
+// (static functions too, no file and line). One test: libbacktrace's view of the modules is set up once per process.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -51,8 +52,21 @@ TEST(Symbolize, NamesSitesAndFramesInProcess) {
   EXPECT_FALSE(cost.dwarf);  // stripped: only .dynsym
   EXPECT_GT(cost.symtab_bytes, 0u);
 
+  // The same code with compressed DWARF and its full symbol table: named from that table.
+  void* zlib = dlopen(ATTRCHECK_SYMBOLIZE_FIXTURE_Z, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(zlib, nullptr) << dlerror();
+  const char* z_third = static_cast<const char*>(dlsym(zlib, "exported_third"));
+  auto z_hidden_pointer = reinterpret_cast<Function (*)()>(dlsym(zlib, "hidden_second_pointer"));
+  ASSERT_TRUE(z_third && z_hidden_pointer);
+  const ModuleCost z_cost = module_cost(ATTRCHECK_SYMBOLIZE_FIXTURE_Z);
+  EXPECT_TRUE(z_cost.dwarf);
+  EXPECT_TRUE(z_cost.compressed);
+
   FindingStore store;
   store.set_stack_depth(4);
+  store.record(at("z.hidden.entry", reinterpret_cast<const char*>(z_hidden_pointer()), true));
+  store.record(at("z.third.inside", z_third + 8, false));
+  store.record(at("z.third.before", z_third, false));  // the byte before its entry: no function's
   const void* here = where_am_i();  // a return address into this test, just after the call
   store.record(at("first.entry", first, true));
   store.record(at("hidden.entry", hidden, true));
@@ -71,7 +85,7 @@ TEST(Symbolize, NamesSitesAndFramesInProcess) {
 
   EXPECT_GT(symbolize_findings(store), 0u);
   const nlohmann::json report = render(run, store);
-  EXPECT_EQ(report["version"], "1.2");
+  EXPECT_EQ(report["version"], "1.3");
   EXPECT_EQ(site_of(report, "first.entry").value("function", ""), "exported_first");
   EXPECT_EQ(site_of(report, "third.entry").value("function", ""), "exported_third");
   EXPECT_EQ(site_of(report, "third.inside").value("function", ""), "exported_third");
@@ -80,6 +94,18 @@ TEST(Symbolize, NamesSitesAndFramesInProcess) {
   EXPECT_NE(site_of(report, "third.return").value("function", ""), "exported_third");
   for (const char* call : {"first.entry", "hidden.entry", "third.entry", "third.return", "third.inside", "test.return"})
     EXPECT_EQ(site_of(report, call).value("symbolized", false), true) << call;  // attempted, found or not
+
+  // Compressed DWARF: names from the symbol table, the static function's too, and no file.
+  EXPECT_EQ(site_of(report, "z.hidden.entry").value("function", ""), "hidden_second");
+  EXPECT_EQ(site_of(report, "z.third.inside").value("function", ""), "exported_third");
+  for (const char* call : {"z.hidden.entry", "z.third.inside"}) {
+    EXPECT_EQ(site_of(report, call).count("file"), 0u) << call;
+    EXPECT_EQ(site_of(report, call).value("symbolized", false), true) << call;
+  }
+  // An address in no function's extent (padding, or another function's last byte) is not named
+  // here: left to the offline pass.
+  const nlohmann::json& before = site_of(report, "z.third.before");
+  EXPECT_NE(before.value("function", ""), "exported_third") << before.dump();
 
   const nlohmann::json& mine = site_of(report, "test.return");
   EXPECT_NE(mine.value("function", "").find("NamesSitesAndFramesInProcess"), std::string::npos) << mine.dump();
@@ -104,7 +130,7 @@ TEST(Symbolize, NamesSitesAndFramesInProcess) {
   EXPECT_EQ(symbolize_findings(store), 0u);
 }
 
-TEST(Symbolize, CompressedDebugInformationIsLeftToTheOfflinePass) {
+TEST(Symbolize, LibcDebugInformationIsCompressed) {
   // Debian's separate debug files are compressed (libc6-dbg, if installed, is libc's).
   const ModuleCost libc = module_cost("/lib/x86_64-linux-gnu/libc.so.6");
   if (!libc.elf) GTEST_SKIP() << "no /lib/x86_64-linux-gnu/libc.so.6";

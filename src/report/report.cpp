@@ -1,6 +1,7 @@
 #include "report/report.hpp"
 
 #include "attrcheck/provenance.hpp"
+#include "report/maps.hpp"
 #include "report/symbolize.hpp"
 
 #include <dlfcn.h>
@@ -227,6 +228,7 @@ void FindingStore::resolve_stack(const void* const* frames, int depth, int max_d
     user_seen = true;
     Frame& f = out->frames[out->depth++];
     f.address = frames[i];
+    f.entry = false;
     f.offset = known ? static_cast<std::uint64_t>(static_cast<const char*>(frames[i]) -
                                                   static_cast<const char*>(dl.dli_fbase))
                      : 0;
@@ -237,6 +239,29 @@ void FindingStore::resolve_stack(const void* const* frames, int depth, int max_d
       f.module = intern_module(path);
     }
   }
+}
+
+// The signal path's: modules from /proc/self/maps (maps.hpp), nothing trimmed (the handler
+// captured from the frame the signal hit), the first frame that instruction itself.
+void FindingStore::resolve_stack_async_signal_safe(const void* const* frames, int depth, int max_depth,
+                                                   StackRec* out) noexcept {
+  out->depth = 0;
+  for (int i = 0; i < depth && out->depth < max_depth && out->depth < kStackFrames; ++i) {
+    Frame& f = out->frames[out->depth++];
+    f.address = frames[i];
+    f.offset = 0;
+    f.module = -1;
+    f.entry = i == 0;
+  }
+  struct Context {
+    FindingStore* store;
+    StackRec* out;
+  } context{this, out};
+  modules_from_maps(frames, out->depth, [](void* c, int i, const char* path, std::uint64_t offset) {
+    auto* x = static_cast<Context*>(c);
+    x->out->frames[i].offset = offset;
+    x->out->frames[i].module = x->store->intern_module(path);
+  }, &context);
 }
 
 void FindingStore::record(const FindingInput& in) noexcept { record_impl(in, false); }
@@ -337,6 +362,12 @@ void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcep
   f.offset = 0;
   if (in.site_symbol) {
     copy_str(f.symbol, sizeof f.symbol, in.site_symbol);
+  } else if (signal_safe && in.site) {
+    modules_from_maps(&in.site, 1, [](void* c, int, const char* path, std::uint64_t offset) {
+      auto* out = static_cast<Finding*>(c);
+      copy_str(out->module, sizeof out->module, path);
+      out->offset = offset;
+    }, &f);
   } else if (!signal_safe && in.site) {
     Dl_info dl{};
     if (dladdr(in.site, &dl) && dl.dli_fname) {
@@ -352,6 +383,8 @@ void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcep
   }
   f.stack.depth = 0;
   f.provenance_count = 0;
+  if (signal_safe && in.fault_stack && in.fault_stack_depth > 0 && stack_depth_ > 0)
+    resolve_stack_async_signal_safe(in.fault_stack, in.fault_stack_depth, stack_depth_, &f.stack);
   if (!signal_safe && stack_depth_ > 0) {
     void* frames[kStackFrames + 24];
     const int captured = capture_stack(frames, stack_depth_ + 24, 0);
@@ -396,7 +429,7 @@ namespace {
 bool same_stack(const StackRec& a, const StackRec& b) noexcept {
   if (a.depth != b.depth) return false;
   for (int i = 0; i < a.depth; ++i)
-    if (a.frames[i].address != b.frames[i].address) return false;
+    if (a.frames[i].address != b.frames[i].address || a.frames[i].entry != b.frames[i].entry) return false;
   return true;
 }
 
@@ -486,7 +519,8 @@ void render_stack(FdWriter& w, const FindingStore& store, int id, const StackRec
     w.raw("{"); w.key("address"); w.hex(reinterpret_cast<std::uintptr_t>(s.frames[i].address)); w.raw(",");
     w.key("module"); w.str(store.module(s.frames[i].module)); w.raw(",");
     w.key("offset"); w.hex(s.frames[i].offset);
-    render_symbol(w, store.symbols(), s.frames[i].address, false);
+    if (s.frames[i].entry) { w.raw(","); w.key("entry"); w.raw("true"); }
+    render_symbol(w, store.symbols(), s.frames[i].address, s.frames[i].entry);
     w.raw("}");
   }
   w.raw("]}");

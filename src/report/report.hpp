@@ -17,7 +17,7 @@
 namespace attrcheck {
 
 inline constexpr char kReportSchema[] = "attrcheck.rank-report";
-inline constexpr char kReportVersion[] = "1.2";
+inline constexpr char kReportVersion[] = "1.3";
 inline constexpr char kToolVersion[] = "0.1.0";
 
 // Copies `src` (null: "") into `dst`, truncating to `size` - 1 characters; no allocation.
@@ -39,6 +39,7 @@ struct Frame {
   const void* address;
   std::uint64_t offset;  // address - its module's base
   int module;            // index into the store's module table, -1 if unknown
+  bool entry = false;    // an instruction's own address (where a signal hit), not a return address
 };
 struct StackRec {
   int depth = 0;
@@ -70,6 +71,10 @@ struct FindingInput {
   const char* replacement = nullptr;
   ProvenanceInput provenance[kMaxProvenance];
   int provenance_count = 0;
+  // The signal path's own stack (record_async_signal_safe captures none): its first frame is the
+  // instruction a signal hit, looked up as is; the others are return addresses.
+  const void* const* fault_stack = nullptr;
+  int fault_stack_depth = 0;
 };
 
 struct Finding {
@@ -181,6 +186,7 @@ class FindingStore {
   // Fills `out` from raw return addresses (normal path: uses dladdr), dropping the innermost
   // frames that are inside attrcheck or the MPI library, keeping at most `max_depth`.
   void resolve_stack(const void* const* frames, int depth, int max_depth, StackRec* out) noexcept;
+  void resolve_stack_async_signal_safe(const void* const* frames, int depth, int max_depth, StackRec* out) noexcept;
   int intern_module(const char* path) noexcept;  // caller holds busy_
   char modules_[kModules][192] = {};
   std::atomic<int> modules_used_{0};

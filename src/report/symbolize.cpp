@@ -26,8 +26,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cxxabi.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -233,6 +236,93 @@ ModuleCost module_cost(const char* path) noexcept {
   return cost;
 }
 
+// ---- names from symbol tables, where the DWARF is too costly to read here --------------------
+
+namespace {
+
+// The functions of one ELF file's symbol tables (.symtab and .dynsym), sorted by address.
+struct FunctionSymbols {
+  struct Symbol {
+    std::uint64_t value, size;
+    std::uint32_t name;  // offset into `names`
+    bool global;
+  };
+  std::vector<Symbol> symbols;
+  std::string names;
+
+  // Reads `path`'s symbol tables, counting their bytes against `budget`; false if it could not.
+  bool read(const char* path, std::uint64_t& budget) {
+    File f(path);
+    Elf64_Ehdr eh;
+    if (!f.ok() || !f.read(&eh, sizeof eh, 0) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+        eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum == 0)
+      return false;
+    std::vector<Elf64_Shdr> sh(eh.e_shnum);
+    if (!f.read(sh.data(), sh.size() * sizeof(Elf64_Shdr), eh.e_shoff)) return false;
+    for (const Elf64_Shdr& table : sh) {
+      if ((table.sh_type != SHT_SYMTAB && table.sh_type != SHT_DYNSYM) || table.sh_link >= sh.size() ||
+          table.sh_entsize != sizeof(Elf64_Sym))
+        continue;
+      const Elf64_Shdr& strtab = sh[table.sh_link];
+      if (strtab.sh_type != SHT_STRTAB || table.sh_size + strtab.sh_size > budget) return false;
+      budget -= table.sh_size + strtab.sh_size;
+      const std::size_t base = names.size();
+      names.resize(base + static_cast<std::size_t>(strtab.sh_size) + 1, '\0');  // ends in a NUL
+      std::vector<Elf64_Sym> entries(static_cast<std::size_t>(table.sh_size / sizeof(Elf64_Sym)));
+      if (!f.read(&names[base], static_cast<std::size_t>(strtab.sh_size), strtab.sh_offset) ||
+          !f.read(entries.data(), entries.size() * sizeof(Elf64_Sym), table.sh_offset))
+        return false;
+      for (const Elf64_Sym& e : entries) {
+        const unsigned type = ELF64_ST_TYPE(e.st_info);
+        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || e.st_shndx == SHN_UNDEF || e.st_size == 0 ||
+            e.st_name == 0 || e.st_name >= strtab.sh_size)
+          continue;
+        symbols.push_back(Symbol{e.st_value, e.st_size, static_cast<std::uint32_t>(base + e.st_name),
+                                 ELF64_ST_BIND(e.st_info) != STB_LOCAL});
+      }
+    }
+    std::sort(symbols.begin(), symbols.end(), [](const Symbol& a, const Symbol& b) { return a.value < b.value; });
+    return true;
+  }
+
+  // The function whose extent holds `address` (module-relative), or nullptr: never the nearest
+  // symbol before it. Of aliases, an exported name; of nested extents, the innermost.
+  const char* at(std::uint64_t address) const noexcept {
+    auto it = std::upper_bound(symbols.begin(), symbols.end(), address,
+                               [](std::uint64_t a, const Symbol& s) { return a < s.value; });
+    const Symbol* best = nullptr;
+    for (int scanned = 0; it != symbols.begin() && scanned < 64; ++scanned) {
+      const Symbol& s = *--it;
+      if (best && s.value < best->value) break;
+      if (address - s.value < s.size && (!best || (s.global && !best->global))) best = &s;
+    }
+    return best ? names.c_str() + best->name : nullptr;
+  }
+};
+
+// A symbol's name as a reader knows it: demangled, without its version ("f@@GLIBC_2.34").
+std::string demangled(const char* symbol) {
+  std::string name(symbol, std::strcspn(symbol, "@"));
+  if (name.compare(0, 2, "_Z") != 0) return name;
+  int status = -1;
+  char* d = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+  std::string out = status == 0 && d ? d : name;
+  std::free(d);
+  return out;
+}
+
+// The module's load bias (what its symbol values are relative to), as the dynamic loader has it.
+bool load_bias(std::uintptr_t pc, std::uintptr_t& bias) noexcept {
+  Dl_info dl{};
+  link_map* map = nullptr;
+  if (!dladdr1(reinterpret_cast<const void*>(pc), &dl, reinterpret_cast<void**>(&map), RTLD_DL_LINKMAP) || !map)
+    return false;
+  bias = map->l_addr;
+  return true;
+}
+
+}  // namespace
+
 // ---- what libbacktrace sees: the admitted modules only -----------------------------------------
 
 namespace {
@@ -298,7 +388,7 @@ void collect(const FindingStore& store, std::vector<Wanted>& out) {
   };
   auto stack = [&](const StackRec& s) {
     for (int i = 0; i < s.depth; ++i)
-      frame(s.frames[i].address, false, s.frames[i].offset, store.module(s.frames[i].module));
+      frame(s.frames[i].address, s.frames[i].entry, s.frames[i].offset, store.module(s.frames[i].module));
   };
   for (std::size_t i = 0; i < store.size(); ++i) {
     const Finding& f = store.at(i);
@@ -320,38 +410,57 @@ std::size_t symbolize_findings(FindingStore& store, const SymbolizeLimits& limit
     std::vector<Wanted> wanted;
     collect(store, wanted);
     if (wanted.empty()) return 0;  // a clean run reads nothing
-    // Which modules libbacktrace may read, in the order the report first refers to them.
-    std::map<std::string, bool> allowed;
-    std::uint64_t dwarf = 0, symtab = 0;
+    // How each module is read, in the order the report first refers to them: libbacktrace reads
+    // its DWARF (or, without DWARF, its symbol table); a module whose DWARF is compressed is
+    // named from its symbol tables here instead (no file and line: ATTRCHECK_SYMBOLIZE=0 leaves
+    // every frame to attrcheck-report, which gets them from the DWARF, slowly).
+    enum class Way { Skip, Libbacktrace, SymbolTable };
+    std::map<std::string, Way> way;
+    std::map<std::string, FunctionSymbols> symbol_tables;
+    std::uint64_t dwarf = 0, symtab = 0;  // bytes read (or to be read, by libbacktrace)
     for (const Wanted& w : wanted) {
-      auto it = allowed.find(w.path);
-      if (it != allowed.end()) continue;
+      if (way.count(w.path)) continue;
       const ModuleCost c = module_cost(w.path);
-      bool ok = c.elf && !c.compressed && symtab + c.symtab_bytes <= limits.symtab_budget &&
-                dwarf + c.dwarf_bytes <= limits.dwarf_budget;
-      if (ok) {
+      Way how = Way::Skip;
+      if (c.elf && !c.compressed && symtab + c.symtab_bytes <= limits.symtab_budget &&
+          dwarf + c.dwarf_bytes <= limits.dwarf_budget) {
         dwarf += c.dwarf_bytes;
         symtab += c.symtab_bytes;
         admitted.push_back(w.pc);
+        how = Way::Libbacktrace;
+      } else if (c.elf && c.compressed) {
+        FunctionSymbols& t = symbol_tables[w.path];
+        std::uint64_t left = limits.symtab_budget - symtab;
+        bool ok = t.read(w.path, left);
+        if (ok && !c.debug_file.empty()) ok = t.read(c.debug_file.c_str(), left);  // its locals
+        symtab = limits.symtab_budget - left;
+        if (ok) how = Way::SymbolTable;
       }
-      allowed.emplace(w.path, ok);
+      way.emplace(w.path, how);
     }
-    if (admitted.empty()) return 0;
+    auto table = std::make_unique<SymbolTable>();
     std::vector<std::uintptr_t> pcs;
-    for (const Wanted& w : wanted)
-      if (allowed[w.path]) pcs.push_back(w.pc);
+    for (const Wanted& w : wanted) {
+      const Way how = way[w.path];
+      if (how == Way::Libbacktrace) pcs.push_back(w.pc);
+      std::uintptr_t bias = 0;
+      if (how != Way::SymbolTable || !load_bias(w.pc, bias)) continue;
+      // Only a name found is published: an address named by no symbol stays for the offline pass.
+      if (const char* name = symbol_tables[w.path].at(w.pc - bias)) table->add(w.pc, demangled(name), "", 0);
+    }
     std::sort(pcs.begin(), pcs.end());
     pcs.erase(std::unique(pcs.begin(), pcs.end()), pcs.end());
-    auto table = std::make_unique<SymbolTable>();
-    g_admitted.store(&admitted, std::memory_order_release);
-    for (const std::uintptr_t pc : pcs) {
-      const boost::stacktrace::frame fr(reinterpret_cast<const void*>(pc));
-      table->add(pc, fr.name(), fr.source_file(), static_cast<long>(fr.source_line()));
+    if (!admitted.empty()) {
+      g_admitted.store(&admitted, std::memory_order_release);
+      for (const std::uintptr_t pc : pcs) {
+        const boost::stacktrace::frame fr(reinterpret_cast<const void*>(pc));
+        table->add(pc, fr.name(), fr.source_file(), static_cast<long>(fr.source_line()));
+      }
+      g_admitted.store(nullptr, std::memory_order_release);
     }
-    g_admitted.store(nullptr, std::memory_order_release);
     table->seal();
     const std::size_t n = table->size();
-    store.set_symbols(table.release());  // never freed: a signal handler may be rendering from it
+    if (n) store.set_symbols(table.release());  // never freed: a signal handler may be rendering from it
     return n;
   } catch (...) {
     g_admitted.store(nullptr, std::memory_order_release);

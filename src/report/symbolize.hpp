@@ -4,8 +4,11 @@
 //
 // Only what the report refers to is read: libbacktrace is shown only the modules those frames are
 // in (a clean run reads nothing), and only modules it can read quickly (plain DWARF within a
-// budget; compressed DWARF, such as Debian's /usr/lib/debug files, is left to the offline pass of
-// attrcheck-report, as are reports of processes that never reached MPI_Finalize).
+// budget). A module whose DWARF is compressed, such as one with a Debian /usr/lib/debug file
+// (libc6-dbg's libc), would cost ~1 s to read: its frames are named from its symbol tables (the
+// debug file's, with the static functions) without file and line. What neither names, DWARF over
+// the budget, and reports of processes that never reached MPI_Finalize are left to the offline
+// pass of attrcheck-report.
 //
 // The result is a table published to the store; the report writer (async-signal-safe) only reads
 // it. A frame whose address is in the table was attempted: the report marks it "symbolized", so

@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 #include <signal.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -102,6 +103,20 @@ namespace {
 constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTERM, SIGINT, SIGHUP, SIGQUIT};
 struct sigaction g_previous[sizeof kFatalSignals / sizeof kFatalSignals[0]];
 
+// The instruction the signal hit, from the interrupted context (nullptr where not known).
+const void* fault_pc(void* context) noexcept {
+  if (!context) return nullptr;
+  const auto& mc = static_cast<const ucontext_t*>(context)->uc_mcontext;
+#if defined(__x86_64__)
+  return reinterpret_cast<const void*>(mc.gregs[REG_RIP]);
+#elif defined(__aarch64__)
+  return reinterpret_cast<const void*>(mc.pc);
+#else
+  (void)mc;
+  return nullptr;
+#endif
+}
+
 void on_fatal_signal(int sig, siginfo_t* info, void* context) {
   Runtime& r = state();
   const bool fault = sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGABRT;
@@ -124,6 +139,21 @@ void on_fatal_signal(int sig, siginfo_t* info, void* context) {
     in.has_keyval = true;
     in.keyval = cb->keyval;
     in.detail = detail;
+    // Where it crashed: the stack from the instruction the signal hit (the unwinder, warmed up at
+    // MPI_Init, steps through the signal frame; what lies above it is this handler's own frames).
+    void* frames[kStackFrames + 24];
+    const int depth = capture_stack(frames, kStackFrames + 24, 0);
+    const void* pc = fault_pc(context);
+    for (int i = 0; pc && i < depth && !in.fault_stack; ++i) {
+      if (frames[i] != pc) continue;
+      in.fault_stack = frames + i;
+      in.fault_stack_depth = depth - i;
+    }
+    if (pc && !in.fault_stack) {  // the unwinder did not get through: the instruction alone
+      frames[0] = const_cast<void*>(pc);
+      in.fault_stack = frames;
+      in.fault_stack_depth = 1;
+    }
     r.findings.record_async_signal_safe(in);
   }
   r.run.signal.store(sig, std::memory_order_relaxed);

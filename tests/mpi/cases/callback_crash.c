@@ -1,9 +1,12 @@
 // attrcheck-test: np=2 modes=shadow,emulate
 // expect: callback.crash
+// expect-at: callback.crash callback_crash.c:16
+// expect-at: callback.crash callback_crash.c:34
 // clean
 // exit: signal
 /* callback.crash: a delete callback dereferences NULL during MPI_Comm_free. The report must name
- * the callback and survive the crash. */
+ * the callback and survive the crash, with the stack from the faulting statement (line 16) to the
+ * MPI_Comm_free that ran the callback (34). */
 #include <mpi.h>
 #include <stdio.h>
 

@@ -1,13 +1,15 @@
 ! attrcheck-test: np=2 modes=shadow,emulate
 ! expect: callback.crash
+! expect-at: callback.crash f08_callback_crash.f90:24
+! expect-at: callback.crash f08_callback_crash.f90:45
 ! clean
 ! exit: signal
 ! callback.crash through `use mpi_f08`: a Fortran delete callback writes through a null pointer
 ! (the attribute value, 0) during MPI_Comm_free, in shadow mode run by the library through
 ! attrcheck's Fortran trampoline. The report must name the callback and survive the crash (and
-! gfortran's own SIGSEGV backtrace handler, which attrcheck hands the signal on to). No expect-at:
-! a finding recorded in a signal handler carries no module yet, so it is not symbolized (the same
-! holds for C callbacks).
+! gfortran's own SIGSEGV backtrace handler, which attrcheck hands the signal on to), with the
+! stack from the faulting statement (line 24) to the MPI_Comm_free that ran the callback (45);
+! the signal handler finds the modules in /proc/self/maps, so the report tool symbolizes it.
 module f08_callback_crash_cbs
   use mpi_f08
   use, intrinsic :: iso_c_binding, only: c_ptr, c_f_pointer
