@@ -2,7 +2,6 @@
 #include "attrcheck/provenance.hpp"
 
 #include <gtest/gtest.h>
-#include <unwind.h>
 
 #include <execinfo.h>
 
@@ -10,8 +9,11 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <new>
 #include <thread>
 #include <vector>
+
+#include "reference_unwind.hpp"
 
 // provenance_nofp.cpp: `levels` frames built without frame pointers, rbp overwritten in each,
 // then leaf(arg).
@@ -63,27 +65,11 @@ struct TwoStacks {
   int n_reference;
 };
 
-// The reference: libgcc's DWARF unwinder, called directly (glibc's backtrace() is the same
-// unwinder, but a sanitizer runtime intercepts it with a frame-pointer walk of its own).
-struct ReferenceWalk {
-  void** out;
-  int max;
-  int n;
-};
-_Unwind_Reason_Code reference_frame(_Unwind_Context* context, void* arg) {
-  auto* w = static_cast<ReferenceWalk*>(arg);
-  if (w->n >= w->max) return _URC_END_OF_STACK;
-  w->out[w->n++] = reinterpret_cast<void*>(_Unwind_GetIP(context));
-  return _URC_NO_REASON;
-}
-
 // Captures the stack with capture_stack and with the reference unwinder from the same frame.
 __attribute__((noinline)) int capture_both(void* arg) {
   auto* s = static_cast<TwoStacks*>(arg);
   s->n_ours = capture_stack(s->ours, kMaxStackDepth, 0);
-  ReferenceWalk walk{s->reference, kMaxStackDepth + 8, 0};
-  _Unwind_Backtrace(&reference_frame, &walk);
-  s->n_reference = walk.n;
+  s->n_reference = attrcheck_test::reference_backtrace(s->reference, kMaxStackDepth + 8);
   asm volatile("" ::: "memory");
   return 0;
 }
@@ -263,6 +249,40 @@ TEST(StackDepot, CaptureRespectsMaxDepth) {
   StackDepot depot;
   const Origin id = depot.capture(3);
   EXPECT_EQ(depot.frames(id).size(), 3u);
+}
+
+TEST(StackDepot, ADepotBuiltWhereAnotherWasSharesNoRecentStacks) {
+  // Each thread remembers the stacks it interned last; a new depot in a destroyed one's storage
+  // must not be answered from that memory.
+  alignas(StackDepot) unsigned char storage[sizeof(StackDepot)];
+  const auto s1 = fake_stack(31, 6);
+  const auto s2 = fake_stack(32, 6);
+  auto* a = new (storage) StackDepot;
+  EXPECT_EQ(a->intern(s1.data(), 6), 1u);
+  EXPECT_EQ(a->intern(s2.data(), 6), 2u);
+  EXPECT_EQ(a->intern(s2.data(), 6), 2u);  // from the thread's memory
+  a->~StackDepot();
+  auto* b = new (storage) StackDepot;
+  EXPECT_EQ(b->intern(s2.data(), 6), 1u);
+  EXPECT_EQ(b->size(), 1u);
+  EXPECT_EQ(b->frames(1), s2);
+  b->~StackDepot();
+}
+
+TEST(StackDepot, RepeatedStacksFromOneSiteStayDistinct) {
+  // Stacks that share their innermost frame (one call site, different callers) share a set in the
+  // thread's memory: each must still get its own id, every time.
+  StackDepot depot;
+  std::vector<std::vector<void*>> stacks;
+  for (int i = 0; i < 5; ++i) {
+    stacks.push_back(fake_stack(40, 8));
+    stacks.back()[7] = reinterpret_cast<void*>(0x9000u + static_cast<std::uintptr_t>(i) * 16u);
+  }
+  std::vector<Origin> ids;
+  for (const auto& st : stacks) ids.push_back(depot.intern(st.data(), 8));
+  for (int round = 0; round < 3; ++round)
+    for (std::size_t i = 0; i < stacks.size(); ++i) EXPECT_EQ(depot.intern(stacks[i].data(), 8), ids[i]) << i;
+  EXPECT_EQ(depot.size(), stacks.size());
 }
 
 TEST(StackDepot, ConcurrentInterningIsConsistent) {

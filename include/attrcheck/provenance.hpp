@@ -20,13 +20,17 @@ inline constexpr int kMaxStackDepth = 64;
 // Captures up to `max_depth` return addresses of the calling thread, skipping `skip` innermost
 // frames (this function itself is never included). Returns the number stored.
 int capture_stack(void** frames, int max_depth, int skip) noexcept;
-// Loads the unwinder (dlopen, and backtrace()'s first call loads libgcc: both allocate), so that a
-// later capture never does. Call it before a capture can happen in a signal handler; not at load
-// time, since every process the library is preloaded into (mpirun, shells) would pay for it.
+// Prepares both unwinders so that a later capture on this thread never allocates: the fast walk's
+// stack bounds for the calling thread (pthread_getattr_np allocates for the main thread), and the
+// full unwinder it falls back to (dlopen, and backtrace()'s first call loads libgcc). Call it
+// before a capture can happen in a signal handler; not at load time, since every process the
+// library is preloaded into (mpirun, shells) would pay for it.
 void warm_up_stack_capture() noexcept;
 
 // Stores each distinct stack once and names it by a small id (0 = "no stack").
-// Thread-safe. Ids stay valid for the depot's lifetime.
+// Thread-safe. Ids stay valid for the depot's lifetime. Each thread remembers the last few stacks
+// it interned (a create and a free from the same code repeat theirs), so interning one of those
+// again takes no lock.
 class StackDepot {
  public:
   StackDepot();
@@ -39,10 +43,12 @@ class StackDepot {
   std::size_t size() const;  // distinct stacks stored
 
  private:
+  Origin intern_locked(void* const* frames, int depth, std::uint64_t hash);
   struct Key {
     std::uint32_t offset;
     std::uint32_t depth;
   };
+  const std::uint64_t serial_;  // this depot, for the per-thread memory of recent stacks
   mutable std::mutex mu_;
   std::vector<void*> storage_;                             // all frames, back to back
   std::vector<Key> stacks_;                                // id - 1 -> its frames

@@ -5,11 +5,14 @@
 #include <execinfo.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+
+#include "fast_unwind.hpp"
 
 namespace attrcheck {
 
-// The unwinder. glibc's backtrace() goes through libgcc's _Unwind_Backtrace, which finds and
+// The full unwinder, for the stacks the fast walk (fast_unwind.cpp) leaves to it. glibc's backtrace() goes through libgcc's _Unwind_Backtrace, which finds and
 // interprets each frame's DWARF CFI anew on every call: ~1,400 instructions a frame, ~20,000 for an
 // ordinary MPI call's stack, which made every keyval creation 65x the library's (callgrind).
 // libunwind's unw_backtrace keeps a per-thread cache of each return address's frame layout (where
@@ -39,11 +42,10 @@ BacktraceFn unwinder() noexcept {
 }
 }  // namespace
 
-// noinline: __builtin_return_address(0) must be the return address into our caller.
-__attribute__((noinline)) int capture_stack(void** frames, int max_depth, int skip) noexcept {
-  if (!frames || max_depth <= 0) return 0;
-  if (skip < 0) skip = 0;
-  void* const caller = __builtin_return_address(0);
+namespace {
+// A capture by the full unwinder; `caller` is the return address into capture_stack's caller.
+// Inlined, so that the frames above the unwinder's call are the same as capture_stack's own.
+__attribute__((always_inline)) inline int full_capture(void* caller, void** frames, int max_depth, int skip) noexcept {
   void* buffer[kMaxStackDepth + 24];
   const int want = std::min(max_depth + skip + 8, static_cast<int>(sizeof buffer / sizeof *buffer));
   const int got = unwinder()(buffer, want);
@@ -58,13 +60,47 @@ __attribute__((noinline)) int capture_stack(void** frames, int max_depth, int sk
   std::memcpy(frames, buffer + first, static_cast<std::size_t>(n) * sizeof(void*));
   return n;
 }
+}  // namespace
 
-void warm_up_stack_capture() noexcept {
-  void* frame[1];
-  capture_stack(frame, 1, 0);
+// noinline: __builtin_return_address(0) must be the return address into our caller, and
+// __builtin_frame_address(0) makes this function keep a frame pointer, where the fast walk starts.
+__attribute__((noinline)) int capture_stack(void** frames, int max_depth, int skip) noexcept {
+  if (!frames || max_depth <= 0) return 0;
+  if (skip < 0) skip = 0;
+  if (const int n = detail::fast_backtrace(__builtin_frame_address(0), frames, max_depth, skip); n >= 0) return n;
+  return full_capture(__builtin_return_address(0), frames, max_depth, skip);
 }
 
-StackDepot::StackDepot() = default;
+void warm_up_stack_capture() noexcept {
+  // Both unwinders: the fast walk finds this thread's stack bounds (pthread_getattr_np allocates
+  // for the main thread), and the full one is loaded and run once.
+  void* frame[1];
+  capture_stack(frame, 1, 0);
+  full_capture(nullptr, frame, 1, 0);
+}
+
+namespace {
+// Never 0: a thread's empty memory names no depot.
+std::atomic<std::uint64_t> g_depot_serial{0};
+
+// The stacks this thread interned last, direct-mapped by their innermost frame (the call site: a
+// create's and a free's differ): a hit compares the frames and returns the id, with no hash and
+// no lock. Keyed by the depot's serial, never its address, so a depot destroyed and another built
+// in its place share nothing.
+struct RecentStack {
+  std::uint64_t depot;
+  Origin id;
+  int depth;
+  void* frames[32];
+};
+struct RecentSet {
+  RecentStack way[2];  // way[0] the most recently stored
+};
+constexpr int kRecentSets = 4;
+__thread RecentSet t_recent[kRecentSets];
+}  // namespace
+
+StackDepot::StackDepot() : serial_(g_depot_serial.fetch_add(1, std::memory_order_relaxed) + 1) {}
 
 namespace {
 std::uint64_t hash_frames(void* const* frames, int depth) noexcept {
@@ -81,7 +117,25 @@ std::uint64_t hash_frames(void* const* frames, int depth) noexcept {
 Origin StackDepot::intern(void* const* frames, int depth) {
   if (!frames || depth <= 0) return 0;
   depth = std::min(depth, kMaxStackDepth);
-  const std::uint64_t h = hash_frames(frames, depth);
+  RecentSet& set = t_recent[(reinterpret_cast<std::uintptr_t>(frames[0]) * 0x9e3779b97f4a7c15ULL) >> 62];
+  static_assert(kRecentSets == 4, "the top 2 bits pick the set");
+  for (const RecentStack& recent : set.way)
+    if (recent.depot == serial_ && recent.depth == depth && std::equal(frames, frames + depth, recent.frames))
+      return recent.id;
+  const Origin id = intern_locked(frames, depth, hash_frames(frames, depth));
+  if (depth <= static_cast<int>(sizeof set.way[0].frames / sizeof *set.way[0].frames)) {
+    set.way[1] = set.way[0];
+    RecentStack& recent = set.way[0];
+    recent.depot = 0;
+    std::copy(frames, frames + depth, recent.frames);
+    recent.depth = depth;
+    recent.id = id;
+    recent.depot = serial_;
+  }
+  return id;
+}
+
+Origin StackDepot::intern_locked(void* const* frames, int depth, std::uint64_t h) {
   std::lock_guard<std::mutex> lock(mu_);
   auto range = by_hash_.equal_range(h);
   for (auto it = range.first; it != range.second; ++it) {
