@@ -285,7 +285,7 @@ int trampoline_copy_fn(Obj old, int key, void* extra, void* in, void* out, int* 
   if (Replay* r = t_replay) {
     const int engine_id = rec->engine_id.load(std::memory_order_relaxed);
     r->seen.push_back(Observation{true, K, handle(old), engine_id, as_model_pointer(K, handle(old), engine_id, in), rc,
-                                  *flag, value_out, false});
+                                  *flag, value_out, false, 0});
   }
   return rc;
 }
@@ -303,7 +303,7 @@ int trampoline_delete_fn(Obj object, int key, void* value, void* extra) {
                                                 reinterpret_cast<void*>(static_cast<std::uintptr_t>(rec->extra_state)));
   });
   if (Replay* r = t_replay)
-    r->seen.emplace_back() = Observation{false, K, h, engine_id, reinterpret_cast<std::uintptr_t>(value), rc, 0, 0, false};
+    r->seen.emplace_back() = Observation{false, K, h, engine_id, reinterpret_cast<std::uintptr_t>(value), rc, 0, 0, false, 0};
   return rc;
 }
 
@@ -347,7 +347,7 @@ void fortran_trampoline_copy_fn(MPI_Fint* old, MPI_Fint* key, V* extra, V* in, V
   *out = static_cast<V>(value_out);
   *flag = logical;
   *ierr = rc;
-  if (Replay* r = t_replay) r->seen.push_back(Observation{true, K, h, engine_id, value_in, rc, logical, value_out, false});
+  if (Replay* r = t_replay) r->seen.push_back(Observation{true, K, h, engine_id, value_in, rc, logical, value_out, false, 0});
 }
 
 // Where the library is known to pass Fortran delete callbacks a wrong handle (the profile's

@@ -463,7 +463,7 @@ void apply_pending() noexcept {
     const Call call{&deferred, nullptr};
     ReplayScope replay(call, true);
     if (ps.replaced)
-      replay.replay().seen.push_back(Observation{false, q.kind(), q.object, q.engine_key, ps.before, MPI_SUCCESS, 0, 0, false});
+      replay.replay().seen.push_back(Observation{false, q.kind(), q.object, q.engine_key, ps.before, MPI_SUCCESS, 0, 0, false, 0});
     e.set_attr(q.kind(), q.object, q.engine_key, Binding::C, q.word, origin);
   }
   // The applied answers are the engine's now.

@@ -49,7 +49,8 @@ struct Observation {
   int flag;
   std::uint64_t value_out;
   bool used;
-  MPI_Fint fortran_object = 0;  // a Fortran callback's handle as the library passed it
+  MPI_Fint fortran_object;  // a Fortran callback's handle as the library passed it (0 if none:
+                            // aggregate initialisation zeroes what it is not given)
 };
 
 // A list that keeps its first N elements inline: the usual forwarded call sees a callback or
@@ -57,6 +58,9 @@ struct Observation {
 template <typename T, std::size_t N>
 class InlineList {
   static_assert(std::is_trivially_copyable_v<T>, "elements are copied as bytes");
+  // The inline elements are left uninitialised: a member initialiser in T would make every
+  // forwarded call (each builds a Replay) initialise all N of them (+30 instructions a shadow set).
+  static_assert(std::is_trivially_default_constructible_v<T>, "inline storage must cost nothing to construct");
 
  public:
   InlineList() noexcept {}
