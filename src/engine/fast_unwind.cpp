@@ -27,19 +27,19 @@
 // and the first address without a rule sends it to the full unwinder.)
 #include "fast_unwind.hpp"
 
+#include "attrcheck/proc_maps.hpp"
+
 #include <dlfcn.h>
 
 #include <atomic>
 #include <cstring>
 
 #if ATTRCHECK_FAST_UNWIND
-#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstddef>
 #endif
 
@@ -433,52 +433,26 @@ __attribute__((noinline)) Rule fill_rule(RuleSet& set, std::uintptr_t key, std::
   return rule;
 }
 
-// The mapping of /proc/self/maps that holds `sp`, as [*lo, *hi). Async-signal-safe (open, read,
-// close into a fixed buffer; errno kept), since a thread's first walk may be in a signal handler
-// (the fatal-signal handler captures where a callback crashed).
+// The mapping of /proc/self/maps that holds `sp`, as [*lo, *hi). Async-signal-safe, since a
+// thread's first walk may be in a signal handler (the fatal-signal handler captures where a
+// callback crashed).
 bool mapping_holding(std::uintptr_t sp, std::uintptr_t* lo, std::uintptr_t* hi) noexcept {
-  const int saved_errno = errno;
-  const int fd = ::open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    errno = saved_errno;
-    return false;
-  }
-  char buf[4096];
-  std::size_t have = 0;
-  bool found = false;
-  while (!found) {
-    const ssize_t got = ::read(fd, buf + have, sizeof buf - have);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;
-    have += static_cast<std::size_t>(got);
-    std::size_t line = 0;
-    for (std::size_t i = 0; i < have && !found; ++i) {
-      if (buf[i] != '\n') continue;
-      // "start-end perms ...": two hex numbers.
-      std::uintptr_t v[2] = {0, 0};
-      std::size_t p = line;
-      for (int k = 0; k < 2; ++k, ++p) {
-        for (; p < i; ++p) {
-          const char c = buf[p];
-          const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-          if (d < 0) break;
-          v[k] = v[k] << 4 | static_cast<std::uintptr_t>(d);
-        }
-      }
-      if (v[0] <= sp && sp < v[1]) {
-        *lo = v[0];
-        *hi = v[1];
-        found = true;
-      }
-      line = i + 1;
+  struct Find {
+    std::uintptr_t sp, lo, hi;
+    bool found;
+  } find{sp, 0, 0, false};
+  for_each_mapping([](void* c, const Mapping& m) {
+    auto& f = *static_cast<Find*>(c);
+    if (m.start <= f.sp && f.sp < m.end) {
+      f.lo = m.start;
+      f.hi = m.end;
+      f.found = true;
     }
-    std::memmove(buf, buf + line, have - line);
-    have -= line;
-    if (have == sizeof buf) have = 0;  // a line longer than the buffer: not a stack's
-  }
-  ::close(fd);
-  errno = saved_errno;
-  return found;
+    return !f.found;
+  }, &find);
+  *lo = find.lo;
+  *hi = find.hi;
+  return find.found;
 }
 
 // Whether `sp` lies on this thread's stack, and its top if so (0 if not or unknown). The bounds are

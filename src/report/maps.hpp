@@ -1,7 +1,6 @@
 // Which module an address is in, on the signal path. dladdr may take the dynamic loader's lock
 // (and allocate), which a fatal-signal handler must not: there the process's own mappings are read
-// from /proc/self/maps with open/read/close, which are async-signal-safe, parsed without
-// allocating.
+// from /proc/self/maps (attrcheck/proc_maps.hpp: async-signal-safe, no allocation).
 #pragma once
 
 #include <cstdint>
