@@ -123,16 +123,21 @@ std::string section_string(const File& f, const Elf64_Shdr& sh, std::size_t cap)
   return s;
 }
 
+// A 64-bit ELF file's header and section headers; false if it is not one or cannot be read.
+bool section_headers(const File& f, Elf64_Ehdr& eh, std::vector<Elf64_Shdr>& sh) {
+  if (!f.ok() || !f.read(&eh, sizeof eh, 0) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum == 0)
+    return false;
+  sh.resize(eh.e_shnum);
+  return f.read(sh.data(), sh.size() * sizeof(Elf64_Shdr), eh.e_shoff);
+}
+
 ElfSections read_sections(const char* path) {
   ElfSections out;
   File f(path);
   Elf64_Ehdr eh;
-  if (!f.ok() || !f.read(&eh, sizeof eh, 0) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
-      eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum == 0 ||
-      eh.e_shstrndx >= eh.e_shnum)
-    return out;
-  std::vector<Elf64_Shdr> sh(eh.e_shnum);
-  if (!f.read(sh.data(), sh.size() * sizeof(Elf64_Shdr), eh.e_shoff)) return out;
+  std::vector<Elf64_Shdr> sh;
+  if (!section_headers(f, eh, sh) || eh.e_shstrndx >= eh.e_shnum) return out;
   const Elf64_Shdr& names_sh = sh[eh.e_shstrndx];
   if (names_sh.sh_size > (8u << 20)) return out;
   std::string names(static_cast<std::size_t>(names_sh.sh_size) + 1, '\0');
@@ -254,11 +259,8 @@ struct FunctionSymbols {
   bool read(const char* path, std::uint64_t& budget) {
     File f(path);
     Elf64_Ehdr eh;
-    if (!f.ok() || !f.read(&eh, sizeof eh, 0) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
-        eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum == 0)
-      return false;
-    std::vector<Elf64_Shdr> sh(eh.e_shnum);
-    if (!f.read(sh.data(), sh.size() * sizeof(Elf64_Shdr), eh.e_shoff)) return false;
+    std::vector<Elf64_Shdr> sh;
+    if (!section_headers(f, eh, sh)) return false;
     for (const Elf64_Shdr& table : sh) {
       if ((table.sh_type != SHT_SYMTAB && table.sh_type != SHT_DYNSYM) || table.sh_link >= sh.size() ||
           table.sh_entsize != sizeof(Elf64_Sym))
