@@ -417,29 +417,20 @@ struct Engine::Impl {
   };
 
   DeleteJob make_delete_job(ObjectSlot* o, AttrRec* rec, CallbackCause cause) {
-    DeleteJob job{};
-    job.key = rec->key.load(std::memory_order_relaxed);
+    const KeyvalId key = rec->key.load(std::memory_order_relaxed);
     if (!predefined_rec(*rec)) {
-      KeyvalSlot* k = nullptr;
       // Attributes hold their keyval alive, so the id always resolves to its slot.
-      KeyvalSlot* ks = slot_of(job.key);
-      if (ks && ks->id.load(std::memory_order_relaxed) == job.key) k = ks;
-      job.keyval = k;
-      if (k) {
-        ++k->pins;
-        job.user = k->spec.del.action == DeleteAction::User;
-        const Read r = translate(repr_of(*rec), rec->value.load(std::memory_order_relaxed),
-                                 cell_at(rec->cell()), k->spec.lang);
-        job.call = DeleteCall{o->kind, o->handle, job.key, k->spec.lang, k->spec.del.fn,
-                              k->spec.extra_state, r.word, cause, repr_of(*rec)};
-      }
+      KeyvalSlot* ks = slot_of(key);
+      if (ks && ks->id.load(std::memory_order_relaxed) == key) return make_delete_job(o, rec, ks, cause);
     }
+    DeleteJob job{};
+    job.key = key;
     return job;
   }
 
-  // make_delete_job for an attribute whose keyval `k` (a user keyval, live or pinned by the
-  // attribute) the caller already holds: no lookup of the keyval (set and delete through a
-  // cursor, ~25 instructions, callgrind).
+  // make_delete_job for an attribute whose keyval's slot `k` (live, or kept by the attribute) the
+  // caller already holds: set and delete through a cursor skip the lookup (~25 instructions,
+  // callgrind); the overload above looks it up and comes here.
   DeleteJob make_delete_job(ObjectSlot* o, AttrRec* rec, KeyvalSlot* k, CallbackCause cause) {
     DeleteJob job;
     job.key = rec->key.load(std::memory_order_relaxed);
