@@ -456,18 +456,22 @@ def generate(spec, declared, symbols=None):
         "",
     ]
     count = 0
+
+    def emit(lang, fn):  # one wrapper, in whichever binding's adapter
+        nonlocal count
+        out.append(lang.signature() + " {")
+        out.extend(body(fn, lang))
+        out.append("}")
+        out.append("")
+        count += 1
+
     for fn in spec["functions"]:
         check(fn)
         if fn.get("optional") and declared is not None and fn["name"] not in declared:
             out.append(f"// {fn['name']}: not declared by this MPI library, not intercepted.")
             out.append("")
             continue
-        lang = C(fn, parse_params(fn["params"], fn["name"]))
-        out.append(lang.signature() + " {")
-        out.extend(body(fn, lang))
-        out.append("}")
-        out.append("")
-        count += 1
+        emit(C(fn, parse_params(fn["params"], fn["name"])), fn)
     out.append("// ---- Fortran (mpif.h / use mpi) entry points ----")
     out.append("")
     out.append("static_assert(sizeof(MPI_Fint) == sizeof(int), \"keyvals and flags are passed as int*\");")
@@ -480,21 +484,11 @@ def generate(spec, declared, symbols=None):
             raise SpecError(f"{fn['symbol']}: op {fn['op']} needs a kind")
         if fn["binding"] not in ("aint", "int"):
             raise SpecError(f"{fn['symbol']}: binding must be 'aint' or 'int'")
-        lang = Fortran(fn, parse_params(fn["params"], fn["symbol"]))
-        out.append(lang.signature() + " {")
-        out.extend(body(fn, lang))
-        out.append("}")
-        out.append("")
-        count += 1
+        emit(Fortran(fn, parse_params(fn["params"], fn["symbol"])), fn)
     out.append("// ---- `use mpi_f08` entry points: the Fortran ones' twins ----")
     out.append("")
     for fn in f08_entries(spec, symbols):
-        lang = F08(fn, parse_params(fn["params"], fn["symbol"]))
-        out.append(lang.signature() + " {")
-        out.extend(body(fn, lang))
-        out.append("}")
-        out.append("")
-        count += 1
+        emit(F08(fn, parse_params(fn["params"], fn["symbol"])), fn)
     out.append(f"// {count} wrappers.")
     return "\n".join(out) + "\n"
 
