@@ -71,18 +71,40 @@ constexpr int kWatchdogSeconds = 60;
 
 constexpr int scaled(int n) { return n / kDiv > 0 ? n / kDiv : 1; }
 
-// Aborts the process (with a message) if the test has not finished after `seconds`: the only
-// way a deadlock (an engine lock held while a callback calls back in) shows up.
+// Progress: every callback's spin() counts here. A deadlock (an engine lock held while a callback
+// calls back in) stops it; a machine so loaded that the threads hardly get a core (their
+// spin()s yield, and each yield can wait for every other runnable process) only slows it down.
+std::atomic<std::uint64_t> g_progress{0};
+
+// Aborts the process (with a message) once the test has made no progress for `seconds` (the only
+// way a deadlock shows up), or has not finished after kRunawayFactor times that although it
+// progresses (a livelock). Time alone would take a starved test for a deadlocked one.
 class Watchdog {
  public:
+  static constexpr int kRunawayFactor = 20;
   Watchdog(std::string what, int seconds) : what_(std::move(what)) {
     thread_ = std::thread([this, seconds] {
+      using Clock = std::chrono::steady_clock;
+      const Clock::time_point start = Clock::now();
+      Clock::time_point last_change = start;
+      std::uint64_t last = g_progress.load();
       std::unique_lock<std::mutex> lock(mutex_);
-      if (!cv_.wait_for(lock, std::chrono::seconds(seconds), [this] { return done_; })) {
+      while (!cv_.wait_for(lock, std::chrono::seconds(1), [this] { return done_; })) {
+        const Clock::time_point now = Clock::now();
+        const std::uint64_t p = g_progress.load();
+        if (p != last) {
+          last = p;
+          last_change = now;
+        }
+        const bool stalled = now - last_change >= std::chrono::seconds(seconds);
+        if (!stalled && now - start < std::chrono::seconds(seconds) * kRunawayFactor) continue;
+        const char* why = stalled ? "made no progress for" : "progresses but has not finished after";
+        const long waited = static_cast<long>(
+            std::chrono::duration_cast<std::chrono::seconds>(now - (stalled ? last_change : start)).count());
         std::fprintf(stderr,
-                     "\n[watchdog] %s did not finish within %d s: deadlock? (is an engine lock "
-                     "held while a user callback runs?)\n",
-                     what_.c_str(), seconds);
+                     "\n[watchdog] %s %s %ld s: deadlock? (is an engine lock held while a user "
+                     "callback runs?)\n",
+                     what_.c_str(), why, waited);
         std::fflush(stderr);
         std::abort();
       }
@@ -211,6 +233,7 @@ void spin(int iterations) {
   std::atomic<unsigned> sink{0};
   iterations /= kDiv;  // sanitizers make each iteration much slower
   for (int i = 0; i < iterations; ++i) sink.fetch_add(1, std::memory_order_relaxed);
+  g_progress.fetch_add(1, std::memory_order_relaxed);
   std::this_thread::yield();
 }
 
