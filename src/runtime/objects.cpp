@@ -52,6 +52,10 @@ bool unchecked_slow(ObjectKind kind, const Handle* h, const int* key) {
 }
 
 bool adopt(ObjectKind kind, Handle h, bool library_vouches) {
+  // Handle 0 names no object on any library: Open MPI's handles are pointers, MPICH's carry their
+  // kind in the high bits (MPI_COMM_NULL is 0x04000000). It is what Open MPI's f2c makes of a
+  // freed Fortran handle, and what Open MPI leaves in the output of a failed MPI_Type_dup.
+  if (h == 0) return false;
   Runtime& r = state();
   bool was_freed = false;
   {

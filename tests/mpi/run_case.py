@@ -31,6 +31,9 @@ A case is a C, C++ or Fortran program whose first comment lines (// or !) say wh
                                                must be the library profile's ERROR_CLASS table
   // status: STATUS                              every rank's status in the merged report
   // expect-unless FLAG: RULE...                 expected unless the library profile's FLAG is true
+  // expect-on LIBRARY[/MODE]: RULE...           expected only on that library (openmpi, mpich), and
+                                               only in MODE if given: where the program itself runs
+                                               into what differs between them
   // divergence: ID...                           known library divergences (src/runtime/mpi_profile.def)
                                                the program runs into: where the built library's
                                                profile lists one, impl.divergence naming it is
@@ -151,7 +154,7 @@ def header(source):
     spec = {"np": 2, "modes": ["shadow", "emulate"], "expect": [], "clean": False, "exit": "0", "native": None,
             "env": {}, "divergence": [], "expect_unless": [], "status": None,
             "processes": None, "everywhere": [], "messages": [], "where": [], "at": [], "provenance": [],
-            "skip_on": {}, "rank_symbolized": []}
+            "skip_on": {}, "rank_symbolized": [], "expect_on": []}
     with open(source) as f:
         for line in f:
             line = line.strip()
@@ -201,6 +204,9 @@ def header(source):
                 spec["provenance"].append((rule, at, what))
             elif body.startswith("rank-symbolized:"):
                 spec["rank_symbolized"].append(body.split(":", 1)[1].split())
+            elif body.startswith("expect-on "):
+                library, _, rules = body[len("expect-on "):].partition(":")
+                spec["expect_on"].append((library.strip(), rules.split()))
             elif body.startswith("skip-on "):
                 library, _, reason = body[len("skip-on "):].partition(":")
                 spec["skip_on"][library.strip()] = reason.strip()
@@ -251,6 +257,13 @@ def main():
         if cfg.profile[flag]:
             print(f"not expected on {cfg.profile['name']} ({flag}): {' '.join(rules)}")
         else:
+            spec["expect"] = spec["expect"] + rules
+    for target, rules in spec["expect_on"]:
+        library, _, mode = target.partition("/")
+        if library not in profiles:
+            print(f"FAIL: expect-on names {library}, which is no library profile", file=sys.stderr)
+            return 1
+        if library == cfg.profile["id"] and mode in ("", a.mode):
             spec["expect"] = spec["expect"] + rules
     if spec["exit"] == "without-finalize":
         spec["exit"] = cfg.profile["exit_without_finalize"]

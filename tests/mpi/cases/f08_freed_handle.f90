@@ -1,15 +1,16 @@
 ! attrcheck-test: np=2 modes=shadow,emulate
-! skip-on openmpi: Open MPI's MPI_Type_f2c / MPI_Comm_f2c map a freed Fortran handle to no object at all (a null pointer), not to the object that was freed, so the tool cannot tell which object the handle was
 ! expect: object.invalid
-! expect-at: object.invalid f08_freed_handle.f90:30
-! expect-at: object.invalid f08_freed_handle.f90:35
+! expect-at: object.invalid f08_freed_handle.f90:31
+! expect-at: object.invalid f08_freed_handle.f90:36
 ! clean
 ! exit: 0
 ! Handles used after they were freed, both made by `use mpi_f08` constructors: an attribute set on
 ! a datatype made by MPI_Type_create_resized through a copy of its handle after MPI_Type_free,
 ! and on a communicator made by MPI_Comm_split after MPI_Comm_disconnect. The tool saw both made
 ! and freed, and nothing since returned the handles: object.invalid at each set, refused.
-! (MPICH's Fortran handles are its C handles, so a freed one still names the freed object.)
+! (MPICH's Fortran handles are its C handles, so a freed one still names the freed object; Open
+! MPI's MPI_Type_f2c / MPI_Comm_f2c make a freed Fortran handle a null pointer, which names no
+! object at all.)
 program f08_freed_handle
   use mpi_f08
   implicit none

@@ -1,13 +1,16 @@
 // attrcheck-test: np=1 modes=shadow,emulate
 // expect: callback.error
+// expect-on openmpi/shadow: object.invalid
 // clean
 // exit: 0
 // native: same-stdout
 /* After an MPI_Type_dup that failed (its copy callback returned an error, callback.error), Open
- * MPI leaves the output handle 0 rather than MPI_DATATYPE_NULL. A program that frees whatever is
- * not MPI_DATATYPE_NULL hands that 0 to MPI_Type_free, and the library refuses it. The tool never
- * saw handle 0 made: the library's refusal is no impl.divergence (only a failure on a handle the
- * model knows, of a call the model says must succeed, is one). */
+ * MPI leaves the output handle 0 rather than MPI_DATATYPE_NULL (MPICH sets MPI_DATATYPE_NULL).
+ * A program that frees whatever is not MPI_DATATYPE_NULL hands that 0 to MPI_Type_free, which
+ * Open MPI refuses: handle 0 names no object on either library, so that free is object.invalid
+ * (refused, with the error the library would have returned), and no impl.divergence. (Emulate
+ * mode runs the copy callbacks itself and, on their failure, frees the new datatype and returns
+ * MPI_DATATYPE_NULL, as MPICH does.) */
 #include <mpi.h>
 #include <stdio.h>
 
