@@ -55,6 +55,7 @@ struct Engine::Impl {
   std::uint32_t cell_count_ = 1;  // index 0 = none
   std::vector<std::uint32_t> free_cells_;
   std::size_t cells_in_use_ = 0;
+  std::atomic<bool> fortran_values_{false};  // a cell was ever taken (Engine::may_hold_fortran_values)
 
   // ---- helpers: keyvals -------------------------------------------------------------------
 
@@ -323,6 +324,8 @@ struct Engine::Impl {
         if (cell_count_ >= decltype(cells_)::kCapacity) return false;
         cell = cell_count_++;
       }
+      if (__builtin_expect(!fortran_values_.load(std::memory_order_relaxed), 0))
+        fortran_values_.store(true, std::memory_order_release);
       Cell* c = cells_.get(cell);
       c->aint.store(static_cast<std::int64_t>(word), std::memory_order_relaxed);
       c->low.store(static_cast<std::int32_t>(word), std::memory_order_relaxed);
