@@ -849,6 +849,49 @@ TEST(Dup, CopiesKeepRelativeOrder) {
   EXPECT_EQ(keys_of(e, kComm, kC), keys_of(e, kComm, kB));
 }
 
+// Set order is kept whatever the spread of the objects' set counters: attributes set once (dense
+// orders), re-set a few times (gaps), or re-set many times (orders far apart: the engine sorts).
+TEST(Dup, CopyAndFreeFollowSetOrderWhateverTheGapsBetweenSets) {
+  for (const int resets : {0, 5, 40, 2000}) {
+    SCOPED_TRACE(resets);
+    Engine e;
+    Log log;
+    std::vector<Rec> recs;
+    recs.reserve(12);
+    for (int i = 0; i < 12; ++i) recs.emplace_back(&log, "k" + std::to_string(i));
+    std::vector<KeyvalId> ks;
+    for (Rec& r : recs) ks.push_back(make_key(e, user_spec(&r)));
+    create(e, kComm, {kA});
+    std::vector<KeyvalId> order;  // the model: oldest first
+    auto set = [&](KeyvalId k, std::uint64_t v) {
+      ASSERT_EQ(e.set_attr(kComm, kA, k, Binding::C, v), kOk);
+      order.erase(std::remove(order.begin(), order.end(), k), order.end());
+      order.push_back(k);
+    };
+    for (int i = 0; i < 12; ++i) set(ks[(i * 5) % 12], 100 + i);
+    std::mt19937 rng(resets);
+    for (int i = 0; i < resets; ++i) set(ks[rng() % 12], 1000 + i);
+    // A deleted attribute leaves a gap too.
+    ASSERT_EQ(e.delete_attr(kComm, kA, order[3]), kOk);
+    order.erase(order.begin() + 3);
+    log.clear();
+    ASSERT_EQ(e.dup_object(kComm, kA, kB), kOk);
+    Tags copies;
+    for (const KeyvalId k : order) copies.push_back("Ck" + std::to_string(std::find(ks.begin(), ks.end(), k) - ks.begin()));
+    EXPECT_EQ(tags(log), copies);
+    EXPECT_EQ(keys_of(e, kComm, kB), order);
+    log.clear();
+    ASSERT_EQ(e.free_object(kComm, kA), kOk);
+    Tags deletes;
+    for (auto k = order.rbegin(); k != order.rend(); ++k)
+      deletes.push_back("Dk" + std::to_string(std::find(ks.begin(), ks.end(), *k) - ks.begin()));
+    EXPECT_EQ(tags(log), deletes);
+    log.clear();
+    ASSERT_EQ(e.free_object(kComm, kB), kOk);  // the copies: dense orders, same order
+    EXPECT_EQ(tags(log), deletes);
+  }
+}
+
 TEST(Dup, PredefinedAttributesCopiedOnlyWithCopyOnDup) {
   Engine e;
   ASSERT_EQ(e.register_predefined_keyval(kComm, 1, "COPIED", /*copy_on_dup=*/true), kOk);

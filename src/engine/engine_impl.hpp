@@ -55,6 +55,7 @@ struct Engine::Impl {
   std::uint32_t cell_count_ = 1;  // index 0 = none
   std::vector<std::uint32_t> free_cells_;
   std::size_t cells_in_use_ = 0;
+  std::atomic<bool> fortran_values_{false};  // a cell was ever taken (Engine::may_hold_fortran_values)
 
   // ---- helpers: keyvals -------------------------------------------------------------------
 
@@ -323,6 +324,8 @@ struct Engine::Impl {
         if (cell_count_ >= decltype(cells_)::kCapacity) return false;
         cell = cell_count_++;
       }
+      if (__builtin_expect(!fortran_values_.load(std::memory_order_relaxed), 0))
+        fortran_values_.store(true, std::memory_order_release);
       Cell* c = cells_.get(cell);
       c->aint.store(static_cast<std::int64_t>(word), std::memory_order_relaxed);
       c->low.store(static_cast<std::int32_t>(word), std::memory_order_relaxed);
@@ -499,17 +502,30 @@ struct Engine::Impl {
     return r;
   }
 
-  // The object's attribute keys, newest first (lock held).
-  static std::vector<std::pair<std::uint32_t, KeyvalId>> keys_newest_first(const ObjectSlot* o) {
-    std::vector<std::pair<std::uint32_t, KeyvalId>> keys;
+  // Working space of the operations that go through an object's attributes in set order (lock
+  // held while taking and giving back).
+  VectorPool<std::uint64_t> scratch_pool_;
+  VectorPool<std::uint32_t> index_pool_;
+  VectorPool<KeyvalId> key_pool_;
+
+  // The indices into the object's table of its attributes, oldest first (lock held; give the
+  // vector back to index_pool_).
+  std::vector<std::uint32_t> records_oldest_first(const ObjectSlot* o) {
+    std::vector<std::uint64_t> scratch = scratch_pool_.take();
+    std::vector<std::uint32_t> indices = index_pool_.take();
+    records_in_set_order(o->table.load(std::memory_order_relaxed), &scratch, &indices);
+    scratch_pool_.give(std::move(scratch));
+    return indices;
+  }
+
+  // The object's attribute keys, newest first (lock held; give the vector back to key_pool_).
+  std::vector<KeyvalId> keys_newest_first(const ObjectSlot* o) {
+    std::vector<std::uint32_t> indices = records_oldest_first(o);
+    std::vector<KeyvalId> keys = key_pool_.take();
+    keys.reserve(indices.size());
     const AttrTable* t = o->table.load(std::memory_order_relaxed);
-    if (!t) return keys;
-    keys.reserve(t->count);
-    for (std::uint32_t i = 0; i <= t->mask; ++i) {
-      const KeyvalId k = t->recs[i].key.load(std::memory_order_relaxed);
-      if (k != kEmptyKey) keys.emplace_back(t->recs[i].order, k);
-    }
-    std::sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    for (auto i = indices.rbegin(); i != indices.rend(); ++i) keys.push_back(t->recs[*i].key.load(std::memory_order_relaxed));
+    index_pool_.give(std::move(indices));
     return keys;
   }
 
@@ -518,14 +534,16 @@ struct Engine::Impl {
   Result delete_all(Lock& lk, std::uint32_t slot, CallbackCause cause, bool stop,
                     std::vector<FinalizeReport::Failure>* failures) {
     ObjectSlot* o = objects_.get(slot);
+    std::vector<KeyvalId> keys = keys_newest_first(o);
     Result first;
-    for (const auto& entry : keys_newest_first(o)) {
-      const Result r = delete_one(lk, slot, o, entry.second, cause);
+    for (const KeyvalId key : keys) {
+      const Result r = delete_one(lk, slot, o, key, cause);
       if (r.ok()) continue;
       if (first.ok()) first = r;
-      if (failures) failures->push_back({o->kind, o->handle, entry.second, r});
-      if (stop) return r;
+      if (failures) failures->push_back({o->kind, o->handle, key, r});
+      if (stop) break;
     }
+    key_pool_.give(std::move(keys));
     return first;
   }
 
@@ -648,8 +666,11 @@ struct Engine::Impl {
     std::uint64_t word;
     std::uint64_t value_in;  // translated for a User callback
   };
+  VectorPool<CopyJob> job_pool_;  // dup_object's lists (lock held)
 
   Result dup_object(ObjectKind kind, Handle old_h, Handle new_h, Origin origin);
+  // put() of a copy onto the object a dup makes (lock held; objects.cpp).
+  [[gnu::always_inline]] inline Status put_copy(ObjectSlot* o, KeyvalId key, Binding repr, std::uint64_t word, bool predefined, Origin origin);
 
   Result free_object(ObjectKind kind, Handle h);
 

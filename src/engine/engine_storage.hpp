@@ -280,6 +280,59 @@ struct HandleMap {
   std::unique_ptr<HandleEntry[]> entries;
 };
 
+// The live records of a table in set order, oldest first: their indices into t->recs go to `out`
+// (cleared first). Orders are unique within an object. When they span at most four times as many
+// values as there are records (the usual case: attributes set once, copied by a dup, or re-set
+// round-robin), each record is placed at its order's offset in one pass; else the (order, index)
+// pairs are sorted. (dup + free of 64 attributes sorted twice with std::sort: ~5,700 instructions
+// of ~96k, Open MPI emulate, callgrind.) `scratch` is working space.
+inline void records_in_set_order(const AttrTable* t, std::vector<std::uint64_t>* scratch,
+                                 std::vector<std::uint32_t>* out) {
+  out->clear();
+  scratch->clear();
+  if (!t || t->count == 0) return;
+  std::uint32_t lo = UINT32_MAX, hi = 0;
+  for (std::uint32_t i = 0; i <= t->mask; ++i) {
+    const AttrRec& rec = t->recs[i];
+    if (rec.key.load(std::memory_order_relaxed) == kEmptyKey) continue;
+    lo = std::min(lo, rec.order);
+    hi = std::max(hi, rec.order);
+    scratch->push_back((static_cast<std::uint64_t>(rec.order) << 32) | i);
+  }
+  const std::size_t n = scratch->size();
+  const std::uint64_t span = std::uint64_t{hi} - lo + 1;
+  if (span <= 4 * static_cast<std::uint64_t>(n)) {
+    out->assign(static_cast<std::size_t>(span), UINT32_MAX);
+    for (const std::uint64_t e : *scratch) (*out)[static_cast<std::uint32_t>(e >> 32) - lo] = static_cast<std::uint32_t>(e);
+    if (span != n) out->erase(std::remove(out->begin(), out->end(), UINT32_MAX), out->end());
+    return;
+  }
+  std::sort(scratch->begin(), scratch->end());
+  out->reserve(n);
+  for (const std::uint64_t e : *scratch) out->push_back(static_cast<std::uint32_t>(e));
+}
+
+// Vectors kept for reuse by operations that need working space (lock held while taking and
+// giving back): a dup or free would otherwise allocate and free its lists on every call.
+template <typename T>
+class VectorPool {
+ public:
+  std::vector<T> take() {
+    if (free_.empty()) return {};
+    std::vector<T> v = std::move(free_.back());
+    free_.pop_back();
+    v.clear();
+    return v;
+  }
+  void give(std::vector<T>&& v) {
+    if (free_.size() < kKeep) free_.push_back(std::move(v));
+  }
+
+ private:
+  static constexpr std::size_t kKeep = 8;
+  std::vector<std::vector<T>> free_;
+};
+
 inline std::uint64_t normalise(Binding from, std::uint64_t value) noexcept {
   if (from == Binding::FortranInt)
     return static_cast<std::uint64_t>(static_cast<std::int64_t>(static_cast<std::int32_t>(value)));

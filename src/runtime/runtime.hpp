@@ -107,6 +107,7 @@ struct Replay {
   Handle ordered_object = 0;   // delete callbacks on this object must come in the engine's order
   bool has_ordered_object = false;
   InlineList<Observation, 8> seen;
+  std::size_t used_below = 0;  // seen[0 .. used_below) are all used (callbacks.cpp)
   Replay* outer = nullptr;
 };
 
