@@ -444,35 +444,6 @@ int set_emulated(const Call& call, QueryCache::Entry& q, Handle h, int key, std:
   return MPI_SUCCESS;
 }
 
-void apply_pending() noexcept {
-  static const Api deferred{"MPI_Comm_set_attr", ObjectKind::Comm, nullptr};  // names nothing: lenient
-  PendingSets& p = t_pending;
-  std::sort(p.sets, p.sets + p.count, [](const PendingSet& a, const PendingSet& b) { return a.stamp < b.stamp; });
-  Engine& e = *state().engine;
-  bool all = true;
-  for (int i = 0; i < p.count; ++i) {
-    const PendingSet& ps = p.sets[i];
-    QueryCache::Entry& q = *ps.entry;
-    q.pending = 0;
-    const RanDelete ran{q.object, q.engine_key, ps.before, MPI_SUCCESS};
-    const Origin origin = origin_at(ps.site);
-    if (e.set_attr_ran(q.cursor, Binding::C, q.word, origin, ps.replaced ? &ran : nullptr)) continue;
-    // Not expected (the set was checked against this very state): mirror it the general way.
-    all = false;
-    q.version = QueryCache::kNoAnswer;
-    const Call call{&deferred, nullptr};
-    ReplayScope replay(call, true);
-    if (ps.replaced)
-      replay.replay().seen.push_back(Observation{false, q.kind(), q.object, q.engine_key, ps.before, MPI_SUCCESS, 0, 0, false, 0});
-    e.set_attr(q.kind(), q.object, q.engine_key, Binding::C, q.word, origin);
-  }
-  // The applied answers are the engine's now.
-  const std::uint64_t version = e.version();
-  for (int i = 0; i < p.count; ++i)
-    if (all || p.sets[i].entry->version != QueryCache::kNoAnswer) p.sets[i].entry->version = version;
-  p.count = 0;
-}
-
 int mirror_library_set(const Call& call, Handle h, int key, std::uint64_t word, int rc, ReplayScope& replay) {
   const Origin origin = origin_site(call);
   const ObjectKind kind = call.api->kind;
@@ -488,6 +459,11 @@ int mirror_library_set(const Call& call, Handle h, int key, std::uint64_t word, 
 }
 
 bool refresh_answer(QueryCache::Entry& q, std::uint64_t version) noexcept {
+  if (pending_elsewhere()) {  // the engine lacks them
+    settle_elsewhere();
+    version = g_fast.version->load(std::memory_order_acquire);
+    if (QueryCache::has_answer(q, version)) return true;
+  }
   if (t_pending.count && t_queries.other_pending(q)) {  // the engine lacks the value q must read
     apply_pending();
     version = g_fast.version->load(std::memory_order_acquire);
@@ -625,7 +601,7 @@ bool delete_cancels_set(const Call& call, Handle h, int key, const FnRef<int()>&
     p.sets[i] = p.sets[p.count - 1];
     p.sets[i].entry->pending = static_cast<std::uint8_t>(i + 1);
   }
-  --p.count;
+  if (--p.count == 0) release_pending();
   q->pending = 0;
   q->word = 0;
   q->flag = 0;  // at `version`: the engine's answer

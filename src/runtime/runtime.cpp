@@ -543,8 +543,10 @@ void print_summary() noexcept {
 void started(int provided) {
   Runtime& r = state();
   r.thread_level = provided;
-  // One thread at a time is the only thread: its sets may wait for the engine (fast_path.hpp).
-  g_fast.defer_sets = r.mode == Mode::Shadow && provided < MPI_THREAD_SERIALIZED;
+  // One thread at a time calls: its sets may wait for the engine (fast_path.hpp); at SERIALIZED
+  // whichever thread calls next applies them.
+  g_fast.defer_sets = r.mode == Mode::Shadow && provided < MPI_THREAD_MULTIPLE;
+  g_fast.share_pending = g_fast.defer_sets && provided == MPI_THREAD_SERIALIZED;
   r.world = handle(MPI_COMM_WORLD);
   r.self = handle(MPI_COMM_SELF);
   PMPI_Comm_rank(MPI_COMM_WORLD, &r.run.rank);

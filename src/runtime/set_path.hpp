@@ -38,7 +38,7 @@ int mirror_library_set(const Call& call, Handle h, int key, std::uint64_t word, 
   }
   PendingSets& p = t_pending;
   if (!q.pending) {
-    if (p.count == PendingSets::kMax) return false;
+    if (p.count == PendingSets::kMax || (p.count == 0 && !claim_pending())) return false;
     p.sets[p.count] = PendingSet{&q, q.word, 0, nullptr, replaces, q.flag == 0};
     q.pending = static_cast<std::uint8_t>(++p.count);
     t_queries.drop_other_answers(q);
