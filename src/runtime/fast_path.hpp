@@ -26,11 +26,14 @@ struct alignas(64) FastState {
   const std::atomic<std::uint64_t>* layout = nullptr;   // Engine::layout_counter()
   // MPI running: queries may be remembered only then (so nothing remembered outlives a close).
   std::atomic<bool> open{false};
-  // Shadow mode below MPI_THREAD_MULTIPLE: no two threads call at once, so sets may be deferred.
-  bool defer_sets = false;
-  // MPI_THREAD_SERIALIZED: another thread may call next; it settles the sets (pending_owner).
+  // Shadow mode: sets may be deferred. Below MPI_THREAD_MULTIPLE no two threads call at once; at
+  // MULTIPLE only while one thread calls (cleared for good when a second one does).
+  std::atomic<bool> defer_sets{false};
+  // From MPI_THREAD_SERIALIZED: another thread may call next; it settles the sets (pending_owner).
   bool share_pending = false;
-  // At MPI_THREAD_SERIALIZED, the deferred sets not applied yet, of whichever thread made them
+  // MPI_THREAD_MULTIPLE: the owner changes its pending sets under g_pending_gate (pending.cpp).
+  bool gate_pending = false;
+  // From MPI_THREAD_SERIALIZED, the deferred sets not applied yet, of whichever thread made them
   // (a thread's t_pending, or those of a thread that exited), or nullptr; at most one thread's
   // at a time. Below it, always nullptr.
   std::atomic<PendingSets*> pending_owner{nullptr};
@@ -111,15 +114,22 @@ struct PendingSets {
   // this, i.e. in a run of sets: a set between other changes (a set + delete pair, say) is
   // cheaper mirrored at once than read, deferred and applied.
   std::uint64_t mirrored_at = ~0ULL;
+  // MPI_THREAD_MULTIPLE: another thread applied these sets (settle_elsewhere) without touching
+  // the owner's cache entries, which the owner may be reading; the owner clears their marks
+  // (under the gate) before it uses them again. Set before any engine change of that thread, so
+  // an owner that finds its pending entry's answer out of date finds this set.
+  std::atomic<bool> applied{false};
   PendingSet sets[kMax];
 };
 extern __thread PendingSets t_pending;
 // Applies this thread's pending sets.
 void apply_pending() noexcept;
-// MPI_THREAD_SERIALIZED: applies the pending sets of another thread (pending_owner), which the
-// program's serialisation of its MPI calls orders before this call: that thread is not in MPI
-// now. The applying thread updates that thread's query cache entries. A thread that exits with
-// sets pending hands them over first (pending.cpp), so they never point into freed storage.
+// From MPI_THREAD_SERIALIZED: applies the pending sets of another thread (pending_owner). At
+// SERIALIZED the program's serialisation of its MPI calls orders them before this call (that
+// thread is not in MPI now): the applying thread also updates that thread's query cache entries.
+// At MULTIPLE this thread is a second one calling MPI: deferral ends for good, and the sets are
+// applied under the gate, marking them `applied` for their owner. A thread that exits with sets
+// pending hands them over first (pending.cpp), so they never point into freed storage.
 void settle_elsewhere() noexcept;
 // Another thread's sets are pending (then answers read from the engine, and cached answers, may
 // be out of date): call settle_elsewhere.
@@ -147,6 +157,34 @@ inline bool claim_pending() noexcept {
 inline void release_pending() noexcept {
   if (g_fast.share_pending) g_fast.pending_owner.store(nullptr, std::memory_order_relaxed);
 }
+// MPI_THREAD_MULTIPLE: the owner's changes to its pending sets, another thread's settling of
+// them and a thread's exit hand-over exclude each other through this spin lock (uncontended
+// while one thread calls: an exchange and a store).
+extern std::atomic<bool> g_pending_gate;
+void wait_for_gate() noexcept;
+inline void lock_gate() noexcept {
+  if (__builtin_expect(g_pending_gate.exchange(true, std::memory_order_acquire), 0)) wait_for_gate();
+}
+inline void unlock_gate() noexcept { g_pending_gate.store(false, std::memory_order_release); }
+// The owner's side: holds the gate at MPI_THREAD_MULTIPLE (no-op below); open(): sets may still
+// be deferred and this thread's are not applied elsewhere.
+class OwnerGate {
+ public:
+  OwnerGate() noexcept : held_(g_fast.gate_pending) {
+    if (held_) lock_gate();
+  }
+  ~OwnerGate() {
+    if (held_) unlock_gate();
+  }
+  bool open() const noexcept {
+    return !held_ || (g_fast.defer_sets.load(std::memory_order_relaxed) && !t_pending.applied.load(std::memory_order_relaxed));
+  }
+  OwnerGate(const OwnerGate&) = delete;
+  OwnerGate& operator=(const OwnerGate&) = delete;
+
+ private:
+  bool held_;
+};
 
 // The cached query with a current answer, or nullptr (then call the full hook). An answer read
 // at the version the engine still has needs no layout check: every layout change is a version

@@ -72,7 +72,11 @@ bool enter_slow(const Call& call, int* rc) {
     return false;
   }
   // For good: the thread level and the first thread never change (see kUnchecked).
-  if (t_cb_top == &kUnchecked) t_cb_top = nullptr;
+  if (t_cb_top == &kUnchecked) {
+    // MPI_THREAD_MULTIPLE: a second thread calls; sets are deferred no more (pending.cpp).
+    if (g_fast.gate_pending && r.first_thread.load(std::memory_order_relaxed) != &t_token) settle_elsewhere();
+    t_cb_top = nullptr;
+  }
   return true;
 }
 
@@ -464,7 +468,9 @@ bool refresh_answer(QueryCache::Entry& q, std::uint64_t version) noexcept {
     version = g_fast.version->load(std::memory_order_acquire);
     if (QueryCache::has_answer(q, version)) return true;
   }
-  if (t_pending.count && t_queries.other_pending(q)) {  // the engine lacks the value q must read
+  // The engine lacks the value q must read; or (MPI_THREAD_MULTIPLE) another thread applied them
+  // and q's marks are to be cleared first (pending.cpp).
+  if (t_pending.count && (t_pending.applied.load(std::memory_order_relaxed) || t_queries.other_pending(q))) {
     apply_pending();
     version = g_fast.version->load(std::memory_order_acquire);
     if (QueryCache::has_answer(q, version)) return true;
@@ -590,22 +596,25 @@ bool delete_cancels_set(const Call& call, Handle h, int key, const FnRef<int()>&
       plain = seen.seen.size() == 0;
     }
   }
-  if (!plain) {
-    settle();
-    *rc = mirror_library_delete(call, h, key, engine_key, *rc, replay);
-    return true;
+  if (plain) {
+    OwnerGate gate;  // (MPI_THREAD_MULTIPLE: unless another thread applied the set meanwhile)
+    if (gate.open()) {
+      PendingSets& p = t_pending;
+      const int i = pending - 1;
+      if (i != p.count - 1) {
+        p.sets[i] = p.sets[p.count - 1];
+        p.sets[i].entry->pending = static_cast<std::uint8_t>(i + 1);
+      }
+      if (--p.count == 0) release_pending();
+      q->pending = 0;
+      q->word = 0;
+      q->flag = 0;  // at `version`: the engine's answer
+      replay.dismiss();
+      return true;
+    }
   }
-  PendingSets& p = t_pending;
-  const int i = pending - 1;
-  if (i != p.count - 1) {
-    p.sets[i] = p.sets[p.count - 1];
-    p.sets[i].entry->pending = static_cast<std::uint8_t>(i + 1);
-  }
-  if (--p.count == 0) release_pending();
-  q->pending = 0;
-  q->word = 0;
-  q->flag = 0;  // at `version`: the engine's answer
-  replay.dismiss();
+  settle();
+  *rc = mirror_library_delete(call, h, key, engine_key, *rc, replay);
   return true;
 }
 

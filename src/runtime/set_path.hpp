@@ -36,6 +36,8 @@ int mirror_library_set(const Call& call, Handle h, int key, std::uint64_t word, 
   } else if (n != 0) {
     return false;
   }
+  OwnerGate gate;
+  if (!gate.open()) return false;
   PendingSets& p = t_pending;
   if (!q.pending) {
     if (p.count == PendingSets::kMax || (p.count == 0 && !claim_pending())) return false;
@@ -67,7 +69,7 @@ inline int set_cached(const Call& call, QueryCache::Entry& q, Handle h, int key,
   // Deferred only where the answer, the value the set replaces, is known now.
   std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
   bool known = false;
-  if (call.api->binding == Binding::C && g_fast.defer_sets) {
+  if (call.api->binding == Binding::C && g_fast.defer_sets.load(std::memory_order_relaxed)) {
     if (!QueryCache::has_answer(q, version) && version == t_pending.mirrored_at && refresh_answer(q, version))
       version = g_fast.version->load(std::memory_order_acquire);  // (refresh_answer may settle)
     known = QueryCache::has_answer(q, version);
