@@ -170,13 +170,13 @@ inline void unlock_gate() noexcept { g_pending_gate.store(false, std::memory_ord
 // be deferred and this thread's are not applied elsewhere.
 class OwnerGate {
  public:
-  OwnerGate() noexcept : held_(g_fast.gate_pending) {
+  [[gnu::always_inline]] OwnerGate() noexcept : held_(g_fast.gate_pending) {
     if (held_) lock_gate();
   }
-  ~OwnerGate() {
+  [[gnu::always_inline]] ~OwnerGate() {
     if (held_) unlock_gate();
   }
-  bool open() const noexcept {
+  [[gnu::always_inline]] bool open() const noexcept {
     return !held_ || (g_fast.defer_sets.load(std::memory_order_relaxed) && !t_pending.applied.load(std::memory_order_relaxed));
   }
   OwnerGate(const OwnerGate&) = delete;
