@@ -146,8 +146,10 @@ inline void settle() noexcept {
 // them first). Registers the thread's exit hand-over (pending.cpp) the first time.
 extern __thread bool t_exit_hooked;
 bool hook_thread_exit() noexcept;  // false: it cannot be (no set of this thread is deferred)
-inline bool claim_pending() noexcept {
-  if (!g_fast.share_pending) return true;
+// (kShared: g_fast.share_pending, read once by the caller; below SERIALIZED none of this runs.)
+template <bool kShared>
+[[gnu::always_inline]] inline bool claim_pending() noexcept {
+  if (!kShared) return true;
   if (g_fast.pending_owner.load(std::memory_order_relaxed) != nullptr) return false;
   if (__builtin_expect(!t_exit_hooked, 0) && !hook_thread_exit()) return false;
   g_fast.pending_owner.store(&t_pending, std::memory_order_relaxed);
@@ -166,11 +168,12 @@ inline void lock_gate() noexcept {
   if (__builtin_expect(g_pending_gate.exchange(true, std::memory_order_acquire), 0)) wait_for_gate();
 }
 inline void unlock_gate() noexcept { g_pending_gate.store(false, std::memory_order_release); }
-// The owner's side: holds the gate at MPI_THREAD_MULTIPLE (no-op below); open(): sets may still
-// be deferred and this thread's are not applied elsewhere.
+// The owner's side: holds the gate at MPI_THREAD_MULTIPLE (no-op below; kShared as for
+// claim_pending); open(): sets may still be deferred and this thread's are not applied elsewhere.
+template <bool kShared>
 class OwnerGate {
  public:
-  [[gnu::always_inline]] OwnerGate() noexcept : held_(g_fast.gate_pending) {
+  [[gnu::always_inline]] OwnerGate() noexcept : held_(kShared && g_fast.gate_pending) {
     if (held_) lock_gate();
   }
   [[gnu::always_inline]] ~OwnerGate() {

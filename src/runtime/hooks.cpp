@@ -564,6 +564,26 @@ int mirror_library_delete(const Call& call, Handle h, int key, int engine_key, i
 // answer (the pending set's) says the attribute is present. Called before enter(), which would
 // apply the set. False, with nothing done, if the call is not such a delete; true: the call was
 // made, and *rc is what it returns (anything unexpected is mirrored the usual way).
+// Drops q's pending set (record `pending` - 1), which a delete cancelled: the engine's answer is
+// q's again (absent). False, with nothing done, if (MPI_THREAD_MULTIPLE) another thread applied
+// it meanwhile. kShared: g_fast.share_pending (the gate, pending_owner).
+template <bool kShared>
+[[gnu::always_inline]] inline bool cancel_pending(QueryCache::Entry& q, std::uint8_t pending) noexcept {
+  OwnerGate<kShared> gate;
+  if (!gate.open()) return false;
+  PendingSets& p = t_pending;
+  const int i = pending - 1;
+  if (i != p.count - 1) {
+    p.sets[i] = p.sets[p.count - 1];
+    p.sets[i].entry->pending = static_cast<std::uint8_t>(i + 1);
+  }
+  if (--p.count == 0 && kShared) release_pending();
+  q.pending = 0;
+  q.word = 0;
+  q.flag = 0;  // at the version the caller read: the engine's answer
+  return true;
+}
+
 bool delete_cancels_set(const Call& call, Handle h, int key, const FnRef<int()>& forward, int* rc) {
   if (__builtin_expect(t_pending.count == 0, 1) || t_cb_top || call.api->replacement) return false;
   const Runtime& r = state();
@@ -596,22 +616,9 @@ bool delete_cancels_set(const Call& call, Handle h, int key, const FnRef<int()>&
       plain = seen.seen.size() == 0;
     }
   }
-  if (plain) {
-    OwnerGate gate;  // (MPI_THREAD_MULTIPLE: unless another thread applied the set meanwhile)
-    if (gate.open()) {
-      PendingSets& p = t_pending;
-      const int i = pending - 1;
-      if (i != p.count - 1) {
-        p.sets[i] = p.sets[p.count - 1];
-        p.sets[i].entry->pending = static_cast<std::uint8_t>(i + 1);
-      }
-      if (--p.count == 0) release_pending();
-      q->pending = 0;
-      q->word = 0;
-      q->flag = 0;  // at `version`: the engine's answer
-      replay.dismiss();
-      return true;
-    }
+  if (plain && (g_fast.share_pending ? cancel_pending<true>(*q, pending) : cancel_pending<false>(*q, pending))) {
+    replay.dismiss();
+    return true;
   }
   settle();
   *rc = mirror_library_delete(call, h, key, engine_key, *rc, replay);
