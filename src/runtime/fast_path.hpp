@@ -18,14 +18,25 @@
 
 namespace attrcheck::rt {
 
+struct PendingSets;
+
 // What the inline path reads, on one cache line; set by the runtime.
 struct alignas(64) FastState {
   const std::atomic<std::uint64_t>* version = nullptr;  // Engine::version_counter()
   const std::atomic<std::uint64_t>* layout = nullptr;   // Engine::layout_counter()
   // MPI running: queries may be remembered only then (so nothing remembered outlives a close).
   std::atomic<bool> open{false};
-  // Shadow mode below MPI_THREAD_SERIALIZED: only one thread ever calls, so sets may be deferred.
-  bool defer_sets = false;
+  // Shadow mode: sets may be deferred. Below MPI_THREAD_MULTIPLE no two threads call at once; at
+  // MULTIPLE only while one thread calls (cleared for good when a second one does).
+  std::atomic<bool> defer_sets{false};
+  // From MPI_THREAD_SERIALIZED: another thread may call next; it settles the sets (pending_owner).
+  bool share_pending = false;
+  // MPI_THREAD_MULTIPLE: the owner changes its pending sets under g_pending_gate (pending.cpp).
+  bool gate_pending = false;
+  // From MPI_THREAD_SERIALIZED, the deferred sets not applied yet, of whichever thread made them
+  // (a thread's t_pending, or those of a thread that exited), or nullptr; at most one thread's
+  // at a time. Below it, always nullptr.
+  std::atomic<PendingSets*> pending_owner{nullptr};
 };
 extern FastState g_fast;
 extern bool g_shadow;  // set once, at load
@@ -78,18 +89,7 @@ inline std::uint64_t layout_stamp() noexcept { return g_fast.layout->load(std::m
 // changed, an error, a truncated value).
 bool refresh_answer(QueryCache::Entry& q, std::uint64_t version) noexcept;
 
-// The cached query with a current answer, or nullptr (then call the full hook). An answer read
-// at the version the engine still has needs no layout check: every layout change is a version
-// change.
-inline const QueryCache::Entry* checked_query(const Api& api, Handle h, int key) noexcept {
-  if (api.replacement || t_cb_top) return nullptr;
-  QueryCache::Entry* q = t_queries.lookup(api.kind, api.binding, h, key);
-  if (!q) return nullptr;
-  const std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
-  return QueryCache::has_answer(*q, version) || refresh_answer(*q, version) ? q : nullptr;
-}
-
-// Deferred sets (shadow mode, below MPI_THREAD_SERIALIZED, C binding). A set whose query's cached
+// Deferred sets (shadow mode, below MPI_THREAD_MULTIPLE, C binding). A set whose query's cached
 // answer is current, and for which the library ran exactly the callbacks the model requires (the
 // old value's delete callback, with that value, successfully; or none), is checked in full then
 // and there; only its application to the engine waits. The query's cache entry holds the new
@@ -114,12 +114,91 @@ struct PendingSets {
   // this, i.e. in a run of sets: a set between other changes (a set + delete pair, say) is
   // cheaper mirrored at once than read, deferred and applied.
   std::uint64_t mirrored_at = ~0ULL;
+  // MPI_THREAD_MULTIPLE: another thread applied these sets (settle_elsewhere) without touching
+  // the owner's cache entries, which the owner may be reading; the owner clears their marks
+  // (under the gate) before it uses them again. Set before any engine change of that thread, so
+  // an owner that finds its pending entry's answer out of date finds this set.
+  std::atomic<bool> applied{false};
   PendingSet sets[kMax];
 };
 extern __thread PendingSets t_pending;
+// Applies this thread's pending sets.
 void apply_pending() noexcept;
+// From MPI_THREAD_SERIALIZED: applies the pending sets of another thread (pending_owner). At
+// SERIALIZED the program's serialisation of its MPI calls orders them before this call (that
+// thread is not in MPI now): the applying thread also updates that thread's query cache entries.
+// At MULTIPLE this thread is a second one calling MPI: deferral ends for good, and the sets are
+// applied under the gate, marking them `applied` for their owner. A thread that exits with sets
+// pending hands them over first (pending.cpp), so they never point into freed storage.
+void settle_elsewhere() noexcept;
+// Another thread's sets are pending (then answers read from the engine, and cached answers, may
+// be out of date): call settle_elsewhere.
+inline bool pending_elsewhere() noexcept {
+  const PendingSets* o = g_fast.pending_owner.load(std::memory_order_relaxed);
+  return __builtin_expect(o != nullptr, 0) && o != &t_pending;
+}
 inline void settle() noexcept {
   if (__builtin_expect(t_pending.count != 0, 0)) apply_pending();
+  else if (__builtin_expect(g_fast.pending_owner.load(std::memory_order_relaxed) != nullptr, 0)) settle_elsewhere();
+}
+// The first set a thread defers: at MPI_THREAD_SERIALIZED the thread takes pending_owner, unless
+// another thread's sets are pending (false: then this set is mirrored on the spot, which applies
+// them first). Registers the thread's exit hand-over (pending.cpp) the first time.
+extern __thread bool t_exit_hooked;
+bool hook_thread_exit() noexcept;  // false: it cannot be (no set of this thread is deferred)
+// (kShared: g_fast.share_pending, read once by the caller; below SERIALIZED none of this runs.)
+template <bool kShared>
+[[gnu::always_inline]] inline bool claim_pending() noexcept {
+  if (!kShared) return true;
+  if (g_fast.pending_owner.load(std::memory_order_relaxed) != nullptr) return false;
+  if (__builtin_expect(!t_exit_hooked, 0) && !hook_thread_exit()) return false;
+  g_fast.pending_owner.store(&t_pending, std::memory_order_relaxed);
+  return true;
+}
+// The thread's last pending set went (applied, or cancelled by a delete).
+inline void release_pending() noexcept {
+  if (g_fast.share_pending) g_fast.pending_owner.store(nullptr, std::memory_order_relaxed);
+}
+// MPI_THREAD_MULTIPLE: the owner's changes to its pending sets, another thread's settling of
+// them and a thread's exit hand-over exclude each other through this spin lock (uncontended
+// while one thread calls: an exchange and a store).
+extern std::atomic<bool> g_pending_gate;
+void wait_for_gate() noexcept;
+inline void lock_gate() noexcept {
+  if (__builtin_expect(g_pending_gate.exchange(true, std::memory_order_acquire), 0)) wait_for_gate();
+}
+inline void unlock_gate() noexcept { g_pending_gate.store(false, std::memory_order_release); }
+// The owner's side: holds the gate at MPI_THREAD_MULTIPLE (no-op below; kShared as for
+// claim_pending); open(): sets may still be deferred and this thread's are not applied elsewhere.
+template <bool kShared>
+class OwnerGate {
+ public:
+  [[gnu::always_inline]] OwnerGate() noexcept : held_(kShared && g_fast.gate_pending) {
+    if (held_) lock_gate();
+  }
+  [[gnu::always_inline]] ~OwnerGate() {
+    if (held_) unlock_gate();
+  }
+  [[gnu::always_inline]] bool open() const noexcept {
+    return !held_ || (g_fast.defer_sets.load(std::memory_order_relaxed) && !t_pending.applied.load(std::memory_order_relaxed));
+  }
+  OwnerGate(const OwnerGate&) = delete;
+  OwnerGate& operator=(const OwnerGate&) = delete;
+
+ private:
+  bool held_;
+};
+
+// The cached query with a current answer, or nullptr (then call the full hook). An answer read
+// at the version the engine still has needs no layout check: every layout change is a version
+// change.
+inline const QueryCache::Entry* checked_query(const Api& api, Handle h, int key) noexcept {
+  // (Another thread's pending sets may change the answer: the full hook applies them first.)
+  if (api.replacement || t_cb_top || pending_elsewhere()) return nullptr;
+  QueryCache::Entry* q = t_queries.lookup(api.kind, api.binding, h, key);
+  if (!q) return nullptr;
+  const std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
+  return QueryCache::has_answer(*q, version) || refresh_answer(*q, version) ? q : nullptr;
 }
 
 // The cached query a set can take the quick way (set_cached), or nullptr (then call the full

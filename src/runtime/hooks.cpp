@@ -72,7 +72,11 @@ bool enter_slow(const Call& call, int* rc) {
     return false;
   }
   // For good: the thread level and the first thread never change (see kUnchecked).
-  if (t_cb_top == &kUnchecked) t_cb_top = nullptr;
+  if (t_cb_top == &kUnchecked) {
+    // MPI_THREAD_MULTIPLE: a second thread calls; sets are deferred no more (pending.cpp).
+    if (g_fast.gate_pending && r.first_thread.load(std::memory_order_relaxed) != &t_token) settle_elsewhere();
+    t_cb_top = nullptr;
+  }
   return true;
 }
 
@@ -444,35 +448,6 @@ int set_emulated(const Call& call, QueryCache::Entry& q, Handle h, int key, std:
   return MPI_SUCCESS;
 }
 
-void apply_pending() noexcept {
-  static const Api deferred{"MPI_Comm_set_attr", ObjectKind::Comm, nullptr};  // names nothing: lenient
-  PendingSets& p = t_pending;
-  std::sort(p.sets, p.sets + p.count, [](const PendingSet& a, const PendingSet& b) { return a.stamp < b.stamp; });
-  Engine& e = *state().engine;
-  bool all = true;
-  for (int i = 0; i < p.count; ++i) {
-    const PendingSet& ps = p.sets[i];
-    QueryCache::Entry& q = *ps.entry;
-    q.pending = 0;
-    const RanDelete ran{q.object, q.engine_key, ps.before, MPI_SUCCESS};
-    const Origin origin = origin_at(ps.site);
-    if (e.set_attr_ran(q.cursor, Binding::C, q.word, origin, ps.replaced ? &ran : nullptr)) continue;
-    // Not expected (the set was checked against this very state): mirror it the general way.
-    all = false;
-    q.version = QueryCache::kNoAnswer;
-    const Call call{&deferred, nullptr};
-    ReplayScope replay(call, true);
-    if (ps.replaced)
-      replay.replay().seen.push_back(Observation{false, q.kind(), q.object, q.engine_key, ps.before, MPI_SUCCESS, 0, 0, false, 0});
-    e.set_attr(q.kind(), q.object, q.engine_key, Binding::C, q.word, origin);
-  }
-  // The applied answers are the engine's now.
-  const std::uint64_t version = e.version();
-  for (int i = 0; i < p.count; ++i)
-    if (all || p.sets[i].entry->version != QueryCache::kNoAnswer) p.sets[i].entry->version = version;
-  p.count = 0;
-}
-
 int mirror_library_set(const Call& call, Handle h, int key, std::uint64_t word, int rc, ReplayScope& replay) {
   const Origin origin = origin_site(call);
   const ObjectKind kind = call.api->kind;
@@ -488,7 +463,14 @@ int mirror_library_set(const Call& call, Handle h, int key, std::uint64_t word, 
 }
 
 bool refresh_answer(QueryCache::Entry& q, std::uint64_t version) noexcept {
-  if (t_pending.count && t_queries.other_pending(q)) {  // the engine lacks the value q must read
+  if (pending_elsewhere()) {  // the engine lacks them
+    settle_elsewhere();
+    version = g_fast.version->load(std::memory_order_acquire);
+    if (QueryCache::has_answer(q, version)) return true;
+  }
+  // The engine lacks the value q must read; or (MPI_THREAD_MULTIPLE) another thread applied them
+  // and q's marks are to be cleared first (pending.cpp).
+  if (t_pending.count && (t_pending.applied.load(std::memory_order_relaxed) || t_queries.other_pending(q))) {
     apply_pending();
     version = g_fast.version->load(std::memory_order_acquire);
     if (QueryCache::has_answer(q, version)) return true;
@@ -582,6 +564,26 @@ int mirror_library_delete(const Call& call, Handle h, int key, int engine_key, i
 // answer (the pending set's) says the attribute is present. Called before enter(), which would
 // apply the set. False, with nothing done, if the call is not such a delete; true: the call was
 // made, and *rc is what it returns (anything unexpected is mirrored the usual way).
+// Drops q's pending set (record `pending` - 1), which a delete cancelled: the engine's answer is
+// q's again (absent). False, with nothing done, if (MPI_THREAD_MULTIPLE) another thread applied
+// it meanwhile. kShared: g_fast.share_pending (the gate, pending_owner).
+template <bool kShared>
+[[gnu::always_inline]] inline bool cancel_pending(QueryCache::Entry& q, std::uint8_t pending) noexcept {
+  OwnerGate<kShared> gate;
+  if (!gate.open()) return false;
+  PendingSets& p = t_pending;
+  const int i = pending - 1;
+  if (i != p.count - 1) {
+    p.sets[i] = p.sets[p.count - 1];
+    p.sets[i].entry->pending = static_cast<std::uint8_t>(i + 1);
+  }
+  if (--p.count == 0 && kShared) release_pending();
+  q.pending = 0;
+  q.word = 0;
+  q.flag = 0;  // at the version the caller read: the engine's answer
+  return true;
+}
+
 bool delete_cancels_set(const Call& call, Handle h, int key, const FnRef<int()>& forward, int* rc) {
   if (__builtin_expect(t_pending.count == 0, 1) || t_cb_top || call.api->replacement) return false;
   const Runtime& r = state();
@@ -614,22 +616,12 @@ bool delete_cancels_set(const Call& call, Handle h, int key, const FnRef<int()>&
       plain = seen.seen.size() == 0;
     }
   }
-  if (!plain) {
-    settle();
-    *rc = mirror_library_delete(call, h, key, engine_key, *rc, replay);
+  if (plain && (g_fast.share_pending ? cancel_pending<true>(*q, pending) : cancel_pending<false>(*q, pending))) {
+    replay.dismiss();
     return true;
   }
-  PendingSets& p = t_pending;
-  const int i = pending - 1;
-  if (i != p.count - 1) {
-    p.sets[i] = p.sets[p.count - 1];
-    p.sets[i].entry->pending = static_cast<std::uint8_t>(i + 1);
-  }
-  --p.count;
-  q->pending = 0;
-  q->word = 0;
-  q->flag = 0;  // at `version`: the engine's answer
-  replay.dismiss();
+  settle();
+  *rc = mirror_library_delete(call, h, key, engine_key, *rc, replay);
   return true;
 }
 

@@ -1,5 +1,6 @@
 // The object hooks: dup, constructors, calls that hand out handles, free. The checks they share
 // with the other hooks are in hook_common.hpp.
+#include <thread>
 #include <vector>
 
 #include "runtime/hook_common.hpp"
@@ -7,10 +8,59 @@
 namespace attrcheck::rt {
 
 namespace {
+// MPI_THREAD_MULTIPLE, shadow mode: the frees under way, from before the library frees the handle
+// until the engine has mirrored it (on_free mirrors after the library returns, to replay the
+// callbacks it ran). A library that hands a freed handle out again at once (MPICH) may give it to
+// another thread's dup or constructor in that window: the new object's registration waits for
+// the free's mirror (which runs only the tool's code: the wait is short), so that the free does
+// not drop the new object and the new object does not drop the old one under the free
+// (impl.divergence object-unknown at MPI_Comm_free, or a later call on the new handle refused).
+struct FreeUnderWay {
+  std::atomic<Handle> handle{0};
+  std::atomic<const void*> thread{nullptr};
+};
+constexpr int kFreesUnderWay = 16;
+FreeUnderWay frees_under_way[kFreesUnderWay];
+
+class FreeWindow {
+ public:
+  explicit FreeWindow(Handle h) noexcept {
+    if (state().thread_level < MPI_THREAD_MULTIPLE || h == 0) return;
+    for (FreeUnderWay& f : frees_under_way) {
+      Handle none = 0;
+      if (f.handle.load(std::memory_order_relaxed) == 0 &&
+          f.handle.compare_exchange_strong(none, h, std::memory_order_acq_rel)) {
+        f.thread.store(thread_token(), std::memory_order_release);
+        slot_ = &f;
+        return;
+      }
+    }  // (all taken: this free goes unguarded)
+  }
+  ~FreeWindow() {
+    if (!slot_) return;
+    slot_->thread.store(nullptr, std::memory_order_relaxed);
+    slot_->handle.store(0, std::memory_order_release);
+  }
+  FreeWindow(const FreeWindow&) = delete;
+  FreeWindow& operator=(const FreeWindow&) = delete;
+
+ private:
+  FreeUnderWay* slot_ = nullptr;
+};
+
+// Waits while another thread's free of `h` is under way (FreeWindow).
+void wait_for_free_of(Handle h) noexcept {
+  if (state().thread_level < MPI_THREAD_MULTIPLE) return;
+  for (FreeUnderWay& f : frees_under_way)
+    while (f.handle.load(std::memory_order_acquire) == h && f.thread.load(std::memory_order_acquire) != thread_token())
+      std::this_thread::yield();
+}
+
 // Registers a handle the library just created; a stale registration of the same handle (freed
 // on a path the tool does not see) is dropped first.
 void register_new(ObjectKind kind, Handle h, Origin origin) {
   if (h == null_handle(kind)) return;
+  wait_for_free_of(h);
   note_created(kind, h);
   Engine& e = *state().engine;
   Status s = e.create_object(kind, h, kObjectNone, origin).status;
@@ -68,6 +118,7 @@ int on_dup(const Call& call, Handle old, const FnRef<int(Handle*)>& forward, con
       const KeyRecord* rec = record_for(o.engine_id);
       o.flag = rec && library_attr(kind, fresh, rec->user_id, &o.value_out, rec->lang) ? 1 : 0;
     }
+    wait_for_free_of(fresh);
     note_created(kind, fresh);
     e.forget_object(kind, fresh);  // a stale registration of a reused handle, if any
     res = e.dup_object(kind, old, fresh, origin_site(call));
@@ -190,6 +241,7 @@ int on_free(const Call& call, Handle h, const FnRef<int()>& forward) {
   if (res.ok() && (info.flags & kObjectPredefined)) res.status = Status::ObjectPredefined;
   if (!res.ok()) return refuse(call, res, kind, h, 0, 0);
   const bool adopted = adopted_now(kind, h);
+  FreeWindow window(h);
   ReplayScope replay(call, false);
   rc = forward();
   if (rc != MPI_SUCCESS) replay.replay().lenient = true;

@@ -543,8 +543,13 @@ void print_summary() noexcept {
 void started(int provided) {
   Runtime& r = state();
   r.thread_level = provided;
-  // One thread at a time is the only thread: its sets may wait for the engine (fast_path.hpp).
-  g_fast.defer_sets = r.mode == Mode::Shadow && provided < MPI_THREAD_SERIALIZED;
+  // While one thread at a time calls, its sets may wait for the engine (fast_path.hpp); from
+  // SERIALIZED whichever thread calls next applies them; at MULTIPLE a second thread calling ends
+  // deferral (pending.cpp).
+  const bool defer = r.mode == Mode::Shadow;
+  g_fast.share_pending = defer && provided >= MPI_THREAD_SERIALIZED;
+  g_fast.gate_pending = defer && provided >= MPI_THREAD_MULTIPLE;
+  g_fast.defer_sets.store(defer, std::memory_order_relaxed);
   r.world = handle(MPI_COMM_WORLD);
   r.self = handle(MPI_COMM_SELF);
   PMPI_Comm_rank(MPI_COMM_WORLD, &r.run.rank);

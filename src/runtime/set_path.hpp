@@ -14,6 +14,27 @@ namespace attrcheck::rt {
 // rc: what the library returned. Also the end of the full hook's set (hooks.cpp).
 int mirror_library_set(const Call& call, Handle h, int key, std::uint64_t word, int rc, ReplayScope& replay);
 
+// defer_set's record of the set in t_pending (kShared: as for claim_pending). False: not deferred.
+template <bool kShared>
+[[gnu::always_inline]] inline bool record_pending(QueryCache::Entry& q, std::uint64_t word, const void* site,
+                                                  bool replaces) noexcept {
+  OwnerGate<kShared> gate;
+  if (!gate.open()) return false;
+  PendingSets& p = t_pending;
+  if (!q.pending) {
+    if (p.count == PendingSets::kMax || (p.count == 0 && !claim_pending<kShared>())) return false;
+    p.sets[p.count] = PendingSet{&q, q.word, 0, nullptr, replaces, q.flag == 0};
+    q.pending = static_cast<std::uint8_t>(++p.count);
+    t_queries.drop_other_answers(q);
+  }
+  PendingSet& ps = p.sets[q.pending - 1];
+  ps.stamp = ++p.clock;
+  ps.site = site;
+  q.word = word;
+  q.flag = 1;
+  return true;
+}
+
 // Defers a set the library made with rc MPI_SUCCESS if it ran exactly the callbacks the model
 // requires: the old value's delete callback, with that value, successfully (flag: a value was
 // set; user_delete: its keyval has a delete function), or nothing. `q`: the query's entry, whose
@@ -36,18 +57,9 @@ int mirror_library_set(const Call& call, Handle h, int key, std::uint64_t word, 
   } else if (n != 0) {
     return false;
   }
-  PendingSets& p = t_pending;
-  if (!q.pending) {
-    if (p.count == PendingSets::kMax) return false;
-    p.sets[p.count] = PendingSet{&q, q.word, 0, nullptr, replaces, q.flag == 0};
-    q.pending = static_cast<std::uint8_t>(++p.count);
-    t_queries.drop_other_answers(q);
-  }
-  PendingSet& ps = p.sets[q.pending - 1];
-  ps.stamp = ++p.clock;
-  ps.site = site;
-  q.word = word;
-  q.flag = 1;
+  if (!(g_fast.share_pending ? record_pending<true>(q, word, site, replaces)
+                             : record_pending<false>(q, word, site, replaces)))
+    return false;
   scope.dismiss();
   return true;
 }
@@ -67,7 +79,7 @@ inline int set_cached(const Call& call, QueryCache::Entry& q, Handle h, int key,
   // Deferred only where the answer, the value the set replaces, is known now.
   std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
   bool known = false;
-  if (call.api->binding == Binding::C && g_fast.defer_sets) {
+  if (call.api->binding == Binding::C && g_fast.defer_sets.load(std::memory_order_relaxed)) {
     if (!QueryCache::has_answer(q, version) && version == t_pending.mirrored_at && refresh_answer(q, version))
       version = g_fast.version->load(std::memory_order_acquire);  // (refresh_answer may settle)
     known = QueryCache::has_answer(q, version);
