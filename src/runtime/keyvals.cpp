@@ -127,12 +127,13 @@ void register_predefined_keys(Engine& e) {
 // pays about (hold + 2 batch) / batch entries. MPICH's keyval free is O(1) either way.
 //
 // The hold is a trade-off: a stale key is told apart for at least kQuarantineHold later frees, and
-// every key held makes Open MPI's creation slower (opal_bitmap_find_and_set_first_unset_bit scans
-// the keys taken from 0, ~0.09 instructions each): ~420 instructions per create at 4,096 + 512
-// held, ~230 at 2,048 + 512 (callgrind, bench/mpi_attr_bench keyval in the steady state).
+// the keys held make Open MPI's create and free slower (its lowest-free-bit search and the batch's
+// hash removals): a create + free in the steady state costs ~3,080 instructions holding 4,096 and
+// ~2,940 holding 2,048 (callgrind, bench/mpi_attr_bench, whole quarantine cycles), not worth
+// halving the window for.
 
 namespace {
-constexpr int kQuarantineHold = 2048;
+constexpr int kQuarantineHold = 4096;
 constexpr int kQuarantineBatch = 512;
 constexpr int kQuarantine = kQuarantineHold + kQuarantineBatch;
 struct Held {

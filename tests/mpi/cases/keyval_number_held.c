@@ -1,7 +1,7 @@
 // attrcheck-test: np=1 modes=shadow,emulate
 // clean
 // exit: 0
-/* A freed keyval's number is not handed out again before 2,048 later keyval frees in shadow mode
+/* A freed keyval's number is not handed out again before 4,096 later keyval frees in shadow mode
  * (the quarantine, src/runtime/keyvals.cpp; held keys are released in batches of 512, highest
  * number first), however long the program has been churning keyvals; natively Open MPI hands it
  * to the very next key created. Keys are freed and created one at a time, past several batch
@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-enum { HOLD = 2048, BATCH = 512, ROUNDS = 4 * (HOLD + BATCH) };
+enum { HOLD = 4096, BATCH = 512, ROUNDS = 4 * (HOLD + BATCH) };
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);

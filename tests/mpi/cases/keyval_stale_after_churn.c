@@ -3,16 +3,16 @@
 // clean
 // exit: 0
 /* Keyval churn far past shadow mode's quarantine (src/runtime/keyvals.cpp: a freed key's number
- * is not given back to the library before 2,048 later frees, and held keys are released in batches
- * of 512), and a stale copy of a key freed 2,047 frees ago is still told apart: at several phases
- * of the batch cycle, a key is freed, 2,047 other keys are created and freed, a new key is created
+ * is not given back to the library before 4,096 later frees, and held keys are released in batches
+ * of 512), and a stale copy of a key freed 4,095 frees ago is still told apart: at several phases
+ * of the batch cycle, a key is freed, 4,095 other keys are created and freed, a new key is created
  * (natively it would get the stale key's number once the library had it back) and a set through
  * the stale copy must be refused (keyval.freed) and leave the new key's attribute alone.
  * Exits 1 if a stale use was accepted or a legal call failed. */
 #include <mpi.h>
 #include <stdio.h>
 
-enum { HOLD = 2048, BATCH = 512 };
+enum { HOLD = 4096, BATCH = 512 };
 
 static int failures = 0;
 
