@@ -95,7 +95,7 @@ class C:
 
     def prologue(self, api):
         lines = [api, f"  if (!rt::active(rt::Op::{op_enum(self.fn['op'])})) return {self.call_pmpi};",
-                 "  const rt::Call call{&api, __builtin_return_address(0)};"]
+                 call_line(self.fn)]
         for param, role in self.fn["roles"].items():
             if role in POINTER_ROLES:
                 lines.append(f'  if ({param} == nullptr) return rt::on_null_arg(call, "{param}", [&]() {{ return {self.call_pmpi}; }});')
@@ -165,7 +165,7 @@ class Fortran(C):
                 f'  static const auto pmpi = reinterpret_cast<void (*)({types})>({self.lookup()});',
                 f"  if (!pmpi) {{ *{self.ierr} = MPI_ERR_INTERN; return; }}",
                 f"  if (!rt::active(rt::Op::{op_enum(self.fn['op'])})) {{ pmpi({self.args}); return; }}",
-                "  const rt::Call call{&api, __builtin_return_address(0)};"]
+                call_line(self.fn)]
 
     def result(self, expr):
         return f"  *{self.ierr} = {expr};"
@@ -443,6 +443,18 @@ def body(fn, lang):
 
 def op_enum(op):
     return "".join(part.capitalize() for part in op.split("_"))
+
+
+# Keyval creates and frees record the caller's whole stack (rt::origin_here): their wrappers hand
+# over their own frame (which __builtin_frame_address(0) makes them keep), so that the walk starts
+# at the application's frame instead of unwinding attrcheck's own frames first. The other wrappers
+# keep no frame pointer for it.
+STACK_OPS = ("create_keyval", "free_keyval")
+
+
+def call_line(fn):
+    frame = ", __builtin_frame_address(0)" if fn["op"] in STACK_OPS else ""
+    return f"  const rt::Call call{{&api, __builtin_return_address(0){frame}}};"
 
 
 def generate(spec, declared, symbols=None):

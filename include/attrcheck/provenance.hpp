@@ -20,6 +20,11 @@ inline constexpr int kMaxStackDepth = 64;
 // Captures up to `max_depth` return addresses of the calling thread, skipping `skip` innermost
 // frames (this function itself is never included). Returns the number stored.
 int capture_stack(void** frames, int max_depth, int skip) noexcept;
+// Captures the stack from a frame further out, of a function that keeps a frame pointer and is
+// still running on this thread (`frame`: its __builtin_frame_address(0); `caller`: its return
+// address, the first one stored): the frames inside it are not walked. Without a fast walk of
+// that stack, the full unwinder's stack from `caller` on (all of it if `caller` is not on it).
+int capture_stack_from(const void* frame, const void* caller, void** frames, int max_depth) noexcept;
 // Prepares both unwinders so that a later capture on this thread never allocates: the fast walk's
 // stack bounds for the calling thread (pthread_getattr_np allocates for the main thread), and the
 // full unwinder it falls back to (dlopen, and backtrace()'s first call loads libgcc). Call it
@@ -38,6 +43,8 @@ class StackDepot {
   Origin intern(void* const* frames, int depth);
   // Captures the caller's stack (skipping `skip` frames above the caller) and interns it.
   Origin capture(int max_depth, int skip = 0);
+  // Captures the stack from `frame` outwards (capture_stack_from) and interns it.
+  Origin capture_from(const void* frame, const void* caller, int max_depth);
   // The frames of an id (empty for 0 or an unknown id).
   std::vector<void*> frames(Origin id) const;
   std::size_t size() const;  // distinct stacks stored

@@ -38,6 +38,9 @@ struct Engine::Impl {
   std::deque<std::uint32_t> destroyed_slots_;
   PredefinedKeyval predefined_[kMaxPredefined];
   std::atomic<std::uint32_t> predefined_count_{0};
+  // The lowest and highest predefined id (mu_ held): a new keyval's id outside them is none of
+  // them without the scan (Open MPI's are 0..11, far below any engine id).
+  KeyvalId predefined_lo_ = INT32_MAX, predefined_hi_ = INT32_MIN;
 
   // Objects.
   ChunkedArray<ObjectSlot, 10, 4096> objects_;

@@ -29,7 +29,7 @@ Result Engine::Impl::create_keyval(const KeyvalSpec& spec, KeyvalId* out, Origin
     if (k->generation >= kMaxGeneration) continue;  // retired for good
     const std::uint32_t gen = ++k->generation;
     const auto id = static_cast<KeyvalId>((gen << kSlotBits) | slot);
-    if (id == config.keyval_invalid || find_predefined(id)) {
+    if (id == config.keyval_invalid || (id >= predefined_lo_ && id <= predefined_hi_ && find_predefined(id))) {
       // Never hand out a reserved id: skip this generation (the slot keeps its previous id and
       // state) and put the slot back for later.
       destroyed_slots_.push_back(slot);
@@ -57,9 +57,11 @@ Result Engine::Impl::free_keyval(ObjectKind kind, KeyvalId* keyval, Origin origi
   if (!keyval) return {Status::NullArgument, 0};
   const KeyvalId id = *keyval;
   if (id == config.keyval_invalid) return {Status::KeyvalInvalid, 0};
-  if (find_predefined(id)) return {Status::KeyvalPredefined, 0};
   KeyvalSlot* k = nullptr;
   const Status s = classify_keyval(id, &k);
+  // A live engine keyval is never a predefined id (create_keyval skips them); an unknown or
+  // older-generation one may be.
+  if (s != Status::Ok && find_predefined(id)) return {Status::KeyvalPredefined, 0};
   if (s == Status::KeyvalUnknown) return {s, 0};
   if (s == Status::KeyvalFreed) return {Status::KeyvalDoubleFree, 0};
   if (k->spec.kind != kind) return {Status::KeyvalKindMismatch, 0};
@@ -88,6 +90,8 @@ Result Engine::Impl::register_predefined(ObjectKind kind, KeyvalId id, const cha
   p.kind.store(static_cast<std::uint8_t>(kind), std::memory_order_relaxed);
   p.copy_on_dup = copy_on_dup;
   p.name = name ? name : "";
+  predefined_lo_ = id < predefined_lo_ ? id : predefined_lo_;
+  predefined_hi_ = id > predefined_hi_ ? id : predefined_hi_;
   predefined_count_.store(n + 1, std::memory_order_release);
   return {};
 }

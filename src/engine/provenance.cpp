@@ -71,6 +71,25 @@ __attribute__((noinline)) int capture_stack(void** frames, int max_depth, int sk
   return full_capture(__builtin_return_address(0), frames, max_depth, skip);
 }
 
+__attribute__((noinline)) int capture_stack_from(const void* frame, const void* caller, void** frames,
+                                                 int max_depth) noexcept {
+  if (!frames || max_depth <= 0) return 0;
+  if (frame)
+    if (const int n = detail::fast_backtrace(frame, frames, max_depth, 0); n >= 0) return n;
+  void* buffer[kMaxStackDepth + 24];
+  const int want = std::min(max_depth + 24, static_cast<int>(sizeof buffer / sizeof *buffer));
+  const int got = unwinder()(buffer, want);
+  int first = 0;  // `caller` not found: the whole stack (a report drops attrcheck's innermost frames)
+  for (int i = 0; i < got; ++i)
+    if (buffer[i] == caller) {
+      first = i;
+      break;
+    }
+  const int n = std::min(got - first, max_depth);
+  std::memcpy(frames, buffer + first, static_cast<std::size_t>(n) * sizeof(void*));
+  return n;
+}
+
 void warm_up_stack_capture() noexcept {
   // Both unwinders: the fast walk finds this thread's stack bounds (pthread_getattr_np allocates
   // for the main thread), and the full one is loaded and run once.
@@ -156,6 +175,11 @@ __attribute__((noinline)) Origin StackDepot::capture(int max_depth, int skip) {
   void* frames[kMaxStackDepth];
   const int n = capture_stack(frames, std::min(max_depth, kMaxStackDepth), skip + 1);
   return intern(frames, n);
+}
+
+Origin StackDepot::capture_from(const void* frame, const void* caller, int max_depth) {
+  void* frames[kMaxStackDepth];
+  return intern(frames, capture_stack_from(frame, caller, frames, std::min(max_depth, kMaxStackDepth)));
 }
 
 std::vector<void*> StackDepot::frames(Origin id) const {

@@ -50,6 +50,9 @@ struct Api {
 struct Call {
   const Api* api;
   const void* caller;  // return address into the application
+  // The wrapper's own frame (its frame pointer), where a stack walk of the application's frames
+  // can start; set by the keyval create and free wrappers (gen_wrappers.py STACK_OPS), else null.
+  const void* frame = nullptr;
 };
 
 enum class Op { CreateKeyval, FreeKeyval, SetAttr, GetAttr, DeleteAttr, Dup, Construct, Obtain, Free, Init, Finalize, Abort };

@@ -2,6 +2,7 @@
 // predefined callbacks by address.
 #include "runtime/mpi_profile.hpp"
 
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <strings.h>
@@ -84,27 +85,51 @@ const PredefinedFn* find_predefined_fn(const void* fn, bool copy, ObjectKind kin
   constexpr std::size_t kEntries = sizeof table / sizeof table[0];
   // The addresses to compare with, built once: C's, mpif.h's and `use mpi_f08`'s (Fortran's are
   // real functions in both libraries, distinct in MPICH too, found by name; f08 has no MPI-1 ones).
-  // A lookup is then one compare per candidate (the copy entries first, then the delete ones).
-  static const void* const* addresses = [] {
-    static const void* rows[3][kEntries];
+  // A lookup is then one compare per candidate (the copy entries first, then the delete ones),
+  // after a range check: the lowest and highest non-null candidate address of each binding (C or
+  // Fortran) and role (copy or delete). A user's callback (in the program, not in the MPI
+  // library) is outside it, and is told so in a few instructions instead of twelve compares.
+  constexpr std::size_t kFirstDelete = 8;
+  static_assert(kEntries == 12, "copy entries [0, kFirstDelete), delete entries after");
+  struct Addresses {
+    const void* rows[3][kEntries];
+    std::uintptr_t lo[2][2], hi[2][2];  // [fortran][copy]
+  };
+  static const Addresses& known = *[] {
+    static Addresses a;
     for (std::size_t i = 0; i < kEntries; ++i) {
-      rows[0][i] = table[i].fn;
-      rows[1][i] = fortran_pmpi(table[i].fortran);
+      a.rows[0][i] = table[i].fn;
+      a.rows[1][i] = fortran_pmpi(table[i].fortran);
       char f08[80];  // mpi_comm_dup_fn_ -> __mpi_f08_callbacks_MOD_mpi_comm_dup_fn
       std::snprintf(f08, sizeof f08, "%s%.*s", f08_prefix, static_cast<int>(std::strlen(table[i].fortran) - 1),
                     table[i].fortran);
-      rows[2][i] = table[i].what.deprecated ? nullptr : fortran_pmpi(f08);
+      a.rows[2][i] = table[i].what.deprecated ? nullptr : fortran_pmpi(f08);
     }
-    return &rows[0][0];
+    for (int fortran = 0; fortran < 2; ++fortran)
+      for (int copies = 0; copies < 2; ++copies) {
+        std::uintptr_t lo = UINTPTR_MAX, hi = 0;
+        for (std::size_t i = copies ? 0 : kFirstDelete, end = copies ? kFirstDelete : kEntries; i < end; ++i)
+          for (int row = fortran; row <= 2 * fortran; ++row)
+            if (const auto v = reinterpret_cast<std::uintptr_t>(a.rows[row][i])) {
+              lo = v < lo ? v : lo;
+              hi = v > hi ? v : hi;
+            }
+        a.lo[fortran][copies] = lo;
+        a.hi[fortran][copies] = hi;
+      }
+    return &a;
   }();
-  constexpr std::size_t kFirstDelete = 8;
-  static_assert(kEntries == 12, "copy entries [0, kFirstDelete), delete entries after");
   static thread_local PredefinedFn hit;
-  if (!fn && !null_callback_is_predefined(lang)) return nullptr;
-  const int k = static_cast<int>(kind);
   const bool c = lang == Binding::C;
-  const void* const* candidates = addresses + (c ? 0 : kEntries);
-  const void* const* f08 = addresses + 2 * kEntries;
+  if (fn) {
+    const auto v = reinterpret_cast<std::uintptr_t>(fn);
+    if (v < known.lo[!c][copy] || v > known.hi[!c][copy]) return nullptr;
+  } else if (!null_callback_is_predefined(lang)) {
+    return nullptr;
+  }
+  const int k = static_cast<int>(kind);
+  const void* const* candidates = known.rows[c ? 0 : 1];
+  const void* const* f08 = known.rows[2];
   for (std::size_t i = copy ? 0 : kFirstDelete, end = copy ? kFirstDelete : kEntries; i < end; ++i) {
     if (candidates[i] != fn && (c || !fn || f08[i] != fn)) continue;
     const PredefinedFn& p = table[i].what;

@@ -264,6 +264,8 @@ Origin origin_here(const Call& call) {
   Runtime& r = state();
   if (r.findings.stack_depth() == 0) return 0;
   if (!r.provenance_stacks) return origin_site(call);
+  // From the wrapper's frame when it handed it over: the application's frames only.
+  if (call.frame) return r.depot.capture_from(call.frame, call.caller, r.findings.stack_depth());
   return r.depot.capture(r.findings.stack_depth() + 8, 1);  // + frames of attrcheck itself, trimmed later
 }
 
