@@ -479,6 +479,33 @@ def split_get(fn, lang):
     return lines
 
 
+def split_delete(fn, lang):
+    """A C delete wrapper in two parts (as split_get): inline, a query this thread already checked
+    (set_path.hpp: checked_delete) handed to its mode's quick way (the cancelling of a deferred set
+    in shadow mode, which alone needs the library; the cursor in emulate mode); everything else
+    out of line."""
+    name, api, full = fn["name"], f"kApi_{fn['name']}", f"{fn['name']}_full"
+    o, kv = require(fn, "object"), require(fn, "keyval")
+    h, k = lang.handle(o, fn["kind"]), lang.key(kv)
+    lang.caller = "caller_"
+    lines = ["namespace {", f"constexpr rt::Api {api}{api_init(fn)};",
+             f"[[gnu::noinline]] int {full}(const void* caller_, {fn['params']}) {{"]
+    lines += body(fn, lang, f"  const rt::Api& api = {api};")
+    lines += ["}", "}  // namespace", ""]
+    lang.caller = "__builtin_return_address(0)"
+    lines += [lang.signature() + " {",
+              f"  if (rt::QueryCache::Entry* q_ = rt::checked_delete({api}, {h}, {k})) {{",
+              f"    const rt::Call call{{&{api}, __builtin_return_address(0)}};",
+              "    int rc_;",
+              f"    if (rt::g_shadow ? rt::delete_cancels_set(call, *q_, {h}, {k}, [&]() {{ return {lang.call_pmpi}; }}, &rc_)",
+              f"                     : rt::delete_emulated(call, *q_, {h}, {k}, &rc_))",
+              "      return rc_;",
+              "  }",
+              f"  return {full}(__builtin_return_address(0), {lang.args});",
+              "}"]
+    return lines
+
+
 def op_enum(op):
     return "".join(part.capitalize() for part in op.split("_"))
 
@@ -499,6 +526,8 @@ def generate(spec, declared, symbols=None):
         nonlocal count
         if type(lang) is C and fn["op"] == "get_attr":
             out.extend(split_get(fn, lang))
+        elif type(lang) is C and fn["op"] == "delete_attr":
+            out.extend(split_delete(fn, lang))
         else:
             out.append(lang.signature() + " {")
             out.extend(body(fn, lang))
