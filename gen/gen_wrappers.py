@@ -471,8 +471,7 @@ def split_get(fn, lang):
               f"      if (!rt::g_shadow) return rt::answer({api}.binding, q_->flag, q_->word, {v}, {f});",
               f"      const int rc_ = {lang.call_pmpi};",
               f"      if (__builtin_expect(rt::agrees({api}.binding, *q_, rc_, {v}, {f}), 1)) return rc_;",
-              f"      return rt::compare_with_model(rt::Call{{&{api}, __builtin_return_address(0)}}, q_->object, q_->key(),",
-              f"                                    q_->engine_key, rc_, {v}, {f}, q_->flag, q_->word);",
+              f"      return rt::get_diverged(&{api}, __builtin_return_address(0), q_, rc_, {v}, {f});",
               "    }",
               f"  return {full}(__builtin_return_address(0), {lang.args});",
               "}"]

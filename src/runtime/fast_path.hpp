@@ -190,6 +190,11 @@ inline bool agrees(Binding as, const QueryCache::Entry& q, int rc, const void* v
 int compare_with_model(const Call& call, Handle h, int key, int engine_key, int rc, const void* value_out,
                        const int* flag, int model_flag, std::uint64_t model_word) noexcept;
 
+// The C get wrappers' way out when agrees() says no: compare_with_model for the cached query `q`,
+// out of line, with nothing the wrapper must build on its stack.
+[[gnu::cold]] int get_diverged(const Api* api, const void* caller, const QueryCache::Entry* q, int rc,
+                               const void* value_out, const int* flag) noexcept;
+
 // Shadow mode: forwards the get and compares the library's answer with the cached model answer.
 template <typename Forward>
 inline int cross_check(const Api& api, const void* caller, const QueryCache::Entry& q, void* value_out, int* flag,

@@ -504,6 +504,12 @@ bool refresh_answer(QueryCache::Entry& q, std::uint64_t version) noexcept {
   return true;
 }
 
+int get_diverged(const Api* api, const void* caller, const QueryCache::Entry* q, int rc, const void* value_out,
+                 const int* flag) noexcept {
+  return compare_with_model(Call{api, caller}, q->object, q->key(), q->engine_key, rc, value_out, flag, q->flag,
+                            q->word);
+}
+
 int compare_with_model(const Call& call, Handle h, int key, int engine_key, int rc, const void* value_out,
                        const int* flag, int model_flag, std::uint64_t model_word) noexcept {
   if (rc != MPI_SUCCESS) {
