@@ -449,22 +449,31 @@ def body(fn, lang, api_decl=None):
     return lines
 
 
-def split_get(fn, lang):
-    """A C get wrapper in two parts, so that the common call costs only what it must: inline, a
-    query this thread already checked whose cached answer is current (fast_path.hpp: fresh_query;
-    no mode test, no rt::Call, no lambda, few registers to save); everything else (mode=off, null
-    arguments, an answer to refresh, the full hook) in an out-of-line function of its own, entered
-    by a tail call."""
-    name, api, full = fn["name"], f"kApi_{fn['name']}", f"{fn['name']}_full"
-    o, kv = require(fn, "object"), require(fn, "keyval")
-    v, f = require(fn, "value_out"), require(fn, "flag_out")
-    h, k = lang.handle(o, fn["kind"]), lang.key(kv)
+def out_of_line(fn, lang):
+    """The part of a split wrapper (split_get, split_delete) that is not its common case: the whole
+    wrapper body as an out-of-line function in an anonymous namespace, which takes where the call
+    came from as its first parameter, beside the wrapper's rt::Api (a namespace constant both
+    parts share). Returns (the Api's name, the function's name, the lines)."""
+    api, full = f"kApi_{fn['name']}", f"{fn['name']}_full"
     lang.caller = "caller_"
     lines = ["namespace {", f"constexpr rt::Api {api}{api_init(fn)};",
              f"[[gnu::noinline]] int {full}(const void* caller_, {fn['params']}) {{"]
     lines += body(fn, lang, f"  const rt::Api& api = {api};")
     lines += ["}", "}  // namespace", ""]
     lang.caller = "__builtin_return_address(0)"
+    return api, full, lines
+
+
+def split_get(fn, lang):
+    """A C get wrapper in two parts, so that the common call costs only what it must: inline, a
+    query this thread already checked whose cached answer is current (fast_path.hpp: fresh_query;
+    no mode test, no rt::Call, no lambda, few registers to save); everything else (mode=off, null
+    arguments, an answer to refresh, the full hook) in an out-of-line function of its own, entered
+    by a tail call."""
+    o, kv = require(fn, "object"), require(fn, "keyval")
+    v, f = require(fn, "value_out"), require(fn, "flag_out")
+    h, k = lang.handle(o, fn["kind"]), lang.key(kv)
+    api, full, lines = out_of_line(fn, lang)
     lines += [lang.signature() + " {",
               f"  if ({v} != nullptr && {f} != nullptr)",
               f"    if (const rt::QueryCache::Entry* q_ = rt::fresh_query({api}, {h}, {k})) {{",
@@ -483,15 +492,9 @@ def split_delete(fn, lang):
     (set_path.hpp: checked_delete) handed to its mode's quick way (the cancelling of a deferred set
     in shadow mode, which alone needs the library; the cursor in emulate mode); everything else
     out of line."""
-    name, api, full = fn["name"], f"kApi_{fn['name']}", f"{fn['name']}_full"
     o, kv = require(fn, "object"), require(fn, "keyval")
     h, k = lang.handle(o, fn["kind"]), lang.key(kv)
-    lang.caller = "caller_"
-    lines = ["namespace {", f"constexpr rt::Api {api}{api_init(fn)};",
-             f"[[gnu::noinline]] int {full}(const void* caller_, {fn['params']}) {{"]
-    lines += body(fn, lang, f"  const rt::Api& api = {api};")
-    lines += ["}", "}  // namespace", ""]
-    lang.caller = "__builtin_return_address(0)"
+    api, full, lines = out_of_line(fn, lang)
     lines += [lang.signature() + " {",
               f"  if (rt::QueryCache::Entry* q_ = rt::checked_delete({api}, {h}, {k})) {{",
               f"    const rt::Call call{{&{api}, __builtin_return_address(0)}};",
