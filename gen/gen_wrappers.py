@@ -89,13 +89,14 @@ class C:
         self.fn, self.params = fn, params
         self.args = ", ".join(n for _, n in params)
         self.call_pmpi = f"P{fn['name']}({self.args})"  # an int expression: the result
+        self.caller = "__builtin_return_address(0)"  # where the call came from (split(): a parameter)
 
     def signature(self):
         return f'extern "C" ATTRCHECK_EXPORT int {self.fn["name"]}({self.fn["params"].strip() or "void"})'
 
     def prologue(self, api):
         lines = [api, f"  if (!rt::active(rt::Op::{op_enum(self.fn['op'])})) return {self.call_pmpi};",
-                 call_line(self.fn)]
+                 call_line(self.fn, self.caller)]
         for param, role in self.fn["roles"].items():
             if role in POINTER_ROLES:
                 lines.append(f'  if ({param} == nullptr) return rt::on_null_arg(call, "{param}", [&]() {{ return {self.call_pmpi}; }});')
@@ -341,14 +342,21 @@ def library_symbols(nm, libraries):
     return symbols
 
 
-def body(fn, lang):
-    """The wrapper's statements: the language's prologue, then the op's hook call."""
+def api_init(fn):
+    """The braced initialiser of the wrapper's rt::Api."""
     op, kind = fn["op"], fn.get("kind")
     k = f"attrcheck::ObjectKind::{KINDS[kind]}" if kind else "attrcheck::ObjectKind::Comm"
     repl = f'"{fn["deprecated"]}"' if fn.get("deprecated") else "nullptr"
     binding = BINDINGS[fn.get("binding", "c")]
     lifecycle = "true" if op in ("dup", "construct", "obtain", "free") else "false"
-    lines = lang.prologue(f'  static const rt::Api api{{"{fn["name"]}", {k}, {repl}, {binding}, {lifecycle}}};')
+    return f'{{"{fn["name"]}", {k}, {repl}, {binding}, {lifecycle}}}'
+
+
+def body(fn, lang, api_decl=None):
+    """The wrapper's statements: the language's prologue, then the op's hook call. api_decl: how
+    the body gets its `api` (default: a static of its own)."""
+    op, kind = fn["op"], fn.get("kind")
+    lines = lang.prologue(api_decl or f"  static const rt::Api api{api_init(fn)};")
     fwd = f"[&]() {{ return {lang.call_pmpi}; }}"
     ret = lang.result
 
@@ -441,6 +449,65 @@ def body(fn, lang):
     return lines
 
 
+def out_of_line(fn, lang):
+    """The part of a split wrapper (split_get, split_delete) that is not its common case: the whole
+    wrapper body as an out-of-line function in an anonymous namespace, which takes where the call
+    came from as its first parameter, beside the wrapper's rt::Api (a namespace constant both
+    parts share). Returns (the Api's name, the function's name, the lines)."""
+    api, full = f"kApi_{fn['name']}", f"{fn['name']}_full"
+    lang.caller = "caller_"
+    lines = ["namespace {", f"constexpr rt::Api {api}{api_init(fn)};",
+             f"[[gnu::noinline]] int {full}(const void* caller_, {fn['params']}) {{"]
+    lines += body(fn, lang, f"  const rt::Api& api = {api};")
+    lines += ["}", "}  // namespace", ""]
+    lang.caller = "__builtin_return_address(0)"
+    return api, full, lines
+
+
+def split_get(fn, lang):
+    """A C get wrapper in two parts, so that the common call costs only what it must: inline, a
+    query this thread already checked whose cached answer is current (fast_path.hpp: fresh_query;
+    no mode test, no rt::Call, no lambda, few registers to save); everything else (mode=off, null
+    arguments, an answer to refresh, the full hook) in an out-of-line function of its own, entered
+    by a tail call."""
+    o, kv = require(fn, "object"), require(fn, "keyval")
+    v, f = require(fn, "value_out"), require(fn, "flag_out")
+    h, k = lang.handle(o, fn["kind"]), lang.key(kv)
+    api, full, lines = out_of_line(fn, lang)
+    lines += [lang.signature() + " {",
+              f"  if ({v} != nullptr && {f} != nullptr)",
+              f"    if (const rt::QueryCache::Entry* q_ = rt::fresh_query({api}, {h}, {k})) {{",
+              f"      if (!rt::g_shadow) return rt::answer({api}.binding, q_->flag, q_->word, {v}, {f});",
+              f"      const int rc_ = {lang.call_pmpi};",
+              f"      if (__builtin_expect(rt::agrees({api}.binding, *q_, rc_, {v}, {f}), 1)) return rc_;",
+              f"      return rt::get_diverged(&{api}, __builtin_return_address(0), q_, rc_, {v}, {f});",
+              "    }",
+              f"  return {full}(__builtin_return_address(0), {lang.args});",
+              "}"]
+    return lines
+
+
+def split_delete(fn, lang):
+    """A C delete wrapper in two parts (as split_get): inline, a query this thread already checked
+    (set_path.hpp: checked_delete) handed to its mode's quick way (the cancelling of a deferred set
+    in shadow mode, which alone needs the library; the cursor in emulate mode); everything else
+    out of line."""
+    o, kv = require(fn, "object"), require(fn, "keyval")
+    h, k = lang.handle(o, fn["kind"]), lang.key(kv)
+    api, full, lines = out_of_line(fn, lang)
+    lines += [lang.signature() + " {",
+              f"  if (rt::QueryCache::Entry* q_ = rt::checked_delete({api}, {h}, {k})) {{",
+              f"    const rt::Call call{{&{api}, __builtin_return_address(0)}};",
+              "    int rc_;",
+              f"    if (rt::g_shadow ? rt::delete_cancels_set(call, *q_, {h}, {k}, [&]() {{ return {lang.call_pmpi}; }}, &rc_)",
+              f"                     : rt::delete_emulated(call, *q_, {h}, {k}, &rc_))",
+              "      return rc_;",
+              "  }",
+              f"  return {full}(__builtin_return_address(0), {lang.args});",
+              "}"]
+    return lines
+
+
 def op_enum(op):
     return "".join(part.capitalize() for part in op.split("_"))
 
@@ -452,9 +519,9 @@ def op_enum(op):
 STACK_OPS = ("create_keyval", "free_keyval")
 
 
-def call_line(fn):
+def call_line(fn, caller="__builtin_return_address(0)"):
     frame = ", __builtin_frame_address(0)" if fn["op"] in STACK_OPS else ""
-    return f"  const rt::Call call{{&api, __builtin_return_address(0){frame}}};"
+    return f"  const rt::Call call{{&api, {caller}{frame}}};"
 
 
 def generate(spec, declared, symbols=None):
@@ -471,9 +538,14 @@ def generate(spec, declared, symbols=None):
 
     def emit(lang, fn):  # one wrapper, in whichever binding's adapter
         nonlocal count
-        out.append(lang.signature() + " {")
-        out.extend(body(fn, lang))
-        out.append("}")
+        if type(lang) is C and fn["op"] == "get_attr":
+            out.extend(split_get(fn, lang))
+        elif type(lang) is C and fn["op"] == "delete_attr":
+            out.extend(split_delete(fn, lang))
+        else:
+            out.append(lang.signature() + " {")
+            out.extend(body(fn, lang))
+            out.append("}")
         out.append("")
         count += 1
 

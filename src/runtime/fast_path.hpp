@@ -38,8 +38,9 @@ struct alignas(64) FastState {
   // at a time. Below it, always nullptr.
   std::atomic<PendingSets*> pending_owner{nullptr};
 };
-extern FastState g_fast;
-extern bool g_shadow;  // set once, at load
+// (Hidden: read where they are, not through the GOT: one instruction fewer on every hot path.)
+[[gnu::visibility("hidden")]] extern FastState g_fast;
+[[gnu::visibility("hidden")]] extern bool g_shadow;  // set once, at load
 // (__thread, not thread_local: constant-initialised, so reading them needs no TLS init call.)
 extern __thread QueryCache t_queries;
 // A callback of ours running on this thread: frames live on the stack of the code that runs the
@@ -201,6 +202,18 @@ inline const QueryCache::Entry* checked_query(const Api& api, Handle h, int key)
   return QueryCache::has_answer(*q, version) || refresh_answer(*q, version) ? q : nullptr;
 }
 
+// The C get wrappers' inline first resort (gen_wrappers.py): the cached query if its answer is
+// current, or nullptr (then the wrapper's out-of-line path decides, which also refreshes an
+// out-of-date answer: checked_query). No test of the mode: t_cb_top == nullptr also says that
+// attrcheck is on, since with mode=off no call ever passes enter_slow, which alone clears
+// kUnchecked. (Another thread's pending sets may change the answer: the out-of-line path applies
+// them first.)
+inline const QueryCache::Entry* fresh_query(const Api& api, Handle h, int key) noexcept {
+  if (api.replacement || t_cb_top || pending_elsewhere()) return nullptr;
+  const QueryCache::Entry* q = t_queries.lookup(api.kind, api.binding, h, key);
+  return q && QueryCache::has_answer(*q, g_fast.version->load(std::memory_order_acquire)) ? q : nullptr;
+}
+
 // The cached query a set can take the quick way (set_cached), or nullptr (then call the full
 // hook). A hit proves what the full hook's checks would prove, as for gets (a query is found
 // valid at the current layout only while MPI runs, and t_cb_top == nullptr says the thread
@@ -239,12 +252,28 @@ inline bool same_answer(Binding as, const void* value_out, int flag, int model_f
   return v == model_word;
 }
 
+// Shadow mode: whether the library's answer to a get of the cached query `q` (rc, and what it
+// stored) is the model's. Read after the library's call: a get that succeeds runs no code that
+// could change this thread's cache (no callbacks; an error handler only runs when rc says so,
+// and then the model's answer is not used).
+// (The model's flag is 0 or 1, like the libraries' own: equal flags settle it in one compare.)
+inline bool agrees(Binding as, const QueryCache::Entry& q, int rc, const void* value_out, const int* flag) noexcept {
+  if (rc != MPI_SUCCESS) return false;
+  if (__builtin_expect(*flag == q.flag, 1)) return !q.flag || same_answer(as, value_out, 1, 1, q.word);
+  return same_answer(as, value_out, *flag, q.flag, q.word);
+}
+
 // Shadow mode: compares the library's answer (rc, and what it stored) with the model's and
 // reports a difference as impl.divergence; returns rc.
 // (h, engine_key: the attribute's, for a C read of a Fortran-set value, which both answer with a
 // pointer to their own copy of the integer: the integers are compared.)
 int compare_with_model(const Call& call, Handle h, int key, int engine_key, int rc, const void* value_out,
                        const int* flag, int model_flag, std::uint64_t model_word) noexcept;
+
+// The C get wrappers' way out when agrees() says no: compare_with_model for the cached query `q`,
+// out of line, with nothing the wrapper must build on its stack.
+[[gnu::cold]] int get_diverged(const Api* api, const void* caller, const QueryCache::Entry* q, int rc,
+                               const void* value_out, const int* flag) noexcept;
 
 // Shadow mode: forwards the get and compares the library's answer with the cached model answer.
 template <typename Forward>

@@ -486,6 +486,12 @@ bool refresh_answer(QueryCache::Entry& q, std::uint64_t version) noexcept {
   return true;
 }
 
+int get_diverged(const Api* api, const void* caller, const QueryCache::Entry* q, int rc, const void* value_out,
+                 const int* flag) noexcept {
+  return compare_with_model(Call{api, caller}, q->object, q->key(), q->engine_key, rc, value_out, flag, q->flag,
+                            q->word);
+}
+
 int compare_with_model(const Call& call, Handle h, int key, int engine_key, int rc, const void* value_out,
                        const int* flag, int model_flag, std::uint64_t model_word) noexcept {
   if (rc != MPI_SUCCESS) {
@@ -554,6 +560,26 @@ int mirror_library_delete(const Call& call, Handle h, int key, int engine_key, i
   return rc;
 }
 
+// Emulate mode: a delete the checks let through, of an attribute that is set. Through the
+// query's cursor when its entry holds one (Engine::delete_attr_at), else through delete_attr.
+int emulate_delete(const Call& call, Handle h, int key, int engine_key) {
+  Engine& e = *state().engine;
+  const ObjectKind kind = call.api->kind;
+  Result res;
+  if (QueryCache::Entry* q = t_queries.find(kind, call.api->binding, h, key, layout_stamp()); q && q->cursor.object) {
+    const std::uint64_t object = q->object, query = q->query;
+    std::uint64_t version = 0;
+    if (e.delete_attr_at(q->cursor, &res, &version)) {
+      if (!res.ok()) return refuse(call, res, kind, h, key, engine_key);
+      emulated_answer(*q, true, object, query, version, 0, 0);
+      return MPI_SUCCESS;
+    }
+  }
+  res = e.delete_attr(kind, h, engine_key);
+  return res.ok() ? MPI_SUCCESS : refuse(call, res, kind, h, key, engine_key);
+}
+}  // namespace
+
 // Shadow mode, the delete of an attribute whose set this thread deferred (fast_path.hpp,
 // "Deferred sets") and that no attribute preceded: the pair cancels out. The engine still holds
 // the state before the set (no attribute), so once the library has deleted the value running
@@ -584,16 +610,15 @@ template <bool kShared>
   return true;
 }
 
-bool delete_cancels_set(const Call& call, Handle h, int key, const FnRef<int()>& forward, int* rc) {
-  if (__builtin_expect(t_pending.count == 0, 1) || t_cb_top || call.api->replacement) return false;
+bool delete_cancels_set(const Call& call, QueryCache::Entry& entry, Handle h, int key, const FnRef<int()>& forward,
+                        int* rc) {
+  QueryCache::Entry* const q = &entry;
   const Runtime& r = state();
   if (static_cast<Phase>(r.phase.load(std::memory_order_acquire)) != Phase::Running ||
       r.limited.load(std::memory_order_relaxed))
     return false;
-  QueryCache::Entry* q = t_queries.find(call.api->kind, call.api->binding, h, key, layout_stamp());
   const std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
-  if (!q || !q->pending || !q->cursor.object || !QueryCache::has_answer(*q, version) ||
-      !t_pending.sets[q->pending - 1].inserted)
+  if (!q->pending || !QueryCache::has_answer(*q, version) || !t_pending.sets[q->pending - 1].inserted)
     return false;
   CallScope scope(call);
   const int engine_key = q->engine_key;
@@ -629,11 +654,9 @@ bool delete_cancels_set(const Call& call, Handle h, int key, const FnRef<int()>&
 // whose current answer says the attribute is set, made through the query's cursor. False, with
 // nothing done, if the call is not such a delete or the cursor no longer serves: then the full
 // hook decides. True: *rc is what the call returns.
-bool delete_emulated(const Call& call, Handle h, int key, int* rc) {
-  if (call.api->replacement || t_cb_top) return false;
-  QueryCache::Entry* q = t_queries.find(call.api->kind, call.api->binding, h, key, layout_stamp());
-  if (!q || !q->cursor.object || !q->flag || !QueryCache::has_answer(*q, g_fast.version->load(std::memory_order_acquire)))
-    return false;
+bool delete_emulated(const Call& call, QueryCache::Entry& entry, Handle h, int key, int* rc) {
+  QueryCache::Entry* const q = &entry;
+  if (!q->flag || !QueryCache::has_answer(*q, g_fast.version->load(std::memory_order_acquire))) return false;
   CallScope scope(call);
   const Handle object = q->object;
   const std::uint64_t query = q->query;
@@ -646,26 +669,6 @@ bool delete_emulated(const Call& call, Handle h, int key, int* rc) {
   return true;
 }
 
-// Emulate mode: a delete the checks let through, of an attribute that is set. Through the
-// query's cursor when its entry holds one (Engine::delete_attr_at), else through delete_attr.
-int emulate_delete(const Call& call, Handle h, int key, int engine_key) {
-  Engine& e = *state().engine;
-  const ObjectKind kind = call.api->kind;
-  Result res;
-  if (QueryCache::Entry* q = t_queries.find(kind, call.api->binding, h, key, layout_stamp()); q && q->cursor.object) {
-    const std::uint64_t object = q->object, query = q->query;
-    std::uint64_t version = 0;
-    if (e.delete_attr_at(q->cursor, &res, &version)) {
-      if (!res.ok()) return refuse(call, res, kind, h, key, engine_key);
-      emulated_answer(*q, true, object, query, version, 0, 0);
-      return MPI_SUCCESS;
-    }
-  }
-  res = e.delete_attr(kind, h, engine_key);
-  return res.ok() ? MPI_SUCCESS : refuse(call, res, kind, h, key, engine_key);
-}
-}  // namespace
-
 namespace {
 int delete_attr_full(const Call& call, Handle h, int key, const FnRef<int()>& forward);
 }  // namespace
@@ -673,7 +676,9 @@ int delete_attr_full(const Call& call, Handle h, int key, const FnRef<int()>& fo
 int on_delete_attr(const Call& call, Handle h, int key, const FnRef<int()>& forward) {
   // The quick ways first, the full hook out of line (its frame costs ~20 instructions a call).
   int rc;
-  if (g_shadow ? delete_cancels_set(call, h, key, forward, &rc) : delete_emulated(call, h, key, &rc)) return rc;
+  if (QueryCache::Entry* q = checked_delete(*call.api, h, key))
+    if (g_shadow ? delete_cancels_set(call, *q, h, key, forward, &rc) : delete_emulated(call, *q, h, key, &rc))
+      return rc;
   return delete_attr_full(call, h, key, forward);
 }
 

@@ -58,7 +58,7 @@ struct Call {
 enum class Op { CreateKeyval, FreeKeyval, SetAttr, GetAttr, DeleteAttr, Dup, Construct, Obtain, Free, Init, Finalize, Abort };
 
 // False when the call should go straight to PMPI (mode=off).
-extern bool g_off;  // set once, before any wrapper can run (the configuration is read at load)
+[[gnu::visibility("hidden")]] extern bool g_off;  // set once, before any wrapper can run (the configuration is read at load)
 inline bool active(Op) noexcept { return !g_off; }
 
 template <typename T>

@@ -47,15 +47,17 @@ class QueryCache {
 
     std::uint64_t layout() const noexcept { return cursor.layout; }
 
-    int key() const noexcept { return static_cast<int>(static_cast<std::uint32_t>(query >> 8)); }
-    ObjectKind kind() const noexcept { return static_cast<ObjectKind>((query >> 2) & 3); }
-    Binding binding() const noexcept { return static_cast<Binding>(query & 3); }
+    int key() const noexcept { return static_cast<int>(static_cast<std::uint32_t>(query)); }
+    ObjectKind kind() const noexcept { return static_cast<ObjectKind>((query >> 34) & 3); }
+    Binding binding() const noexcept { return static_cast<Binding>((query >> 32) & 3); }
   };
 
   // The entry for a query, whatever its stamps, or nullptr.
   Entry* lookup(ObjectKind kind, Binding b, Handle h, int key) noexcept {
     const std::uint64_t tag = query_tag(kind, b, key);
     Entry* set = set_of(h, key);
+    // (One register for the set's address: GCC otherwise computes the thread-local address twice.)
+    __asm__("" : "+r"(set));
     if (set[0].object == h && set[0].query == tag) return &set[0];
     if (set[1].object == h && set[1].query == tag) return &set[1];
     return nullptr;
@@ -120,19 +122,27 @@ class QueryCache {
   // Whether `x` is the query of `e` in another binding (same object, kind and keyval): such
   // entries share e's set, which hashes the object and keyval only.
   static bool other_binding(const Entry& x, const Entry& e) noexcept {
-    return &x != &e && x.query != 0 && x.object == e.object && ((x.query ^ e.query) & ~std::uint64_t{3}) == 0;
+    return &x != &e && x.query != 0 && x.object == e.object && ((x.query ^ e.query) & ~(std::uint64_t{3} << 32)) == 0;
   }
-  // Never 0 (bit 63), so an empty entry matches no query.
+  // The keyval in the low half, the kind and binding in the high one, whose top bit makes the
+  // tag nonzero, so an empty entry matches no query. For a C call on a communicator the high half
+  // is the top bit alone: the wrappers build the tag in two instructions (mov, bts).
   static std::uint64_t query_tag(ObjectKind kind, Binding b, int key) noexcept {
-    return (1ULL << 63) | (static_cast<std::uint64_t>(static_cast<std::uint32_t>(key)) << 8) |
-           (static_cast<std::uint64_t>(kind) << 2) | static_cast<std::uint64_t>(b);
+    const std::uint64_t high = 0x80000000u | (static_cast<std::uint32_t>(kind) << 2) | static_cast<std::uint32_t>(b);
+    return (high << 32) | static_cast<std::uint32_t>(key);
   }
+  // The keyval's multiple is added, not mixed in any other way: for one object, consecutive keyvals
+  // then land on a Weyl sequence of sets (k * K1 * K2), spread evenly whatever the handle is, so a
+  // program's keyvals on one object do not pile up three in a set, or do so in every run alike
+  // (a xor here made that depend on where the object happened to be allocated). The second
+  // multiplication carries every bit into the top ones, which pick the set. The handle's upper 32
+  // bits are left out: a collision costs a miss, never a wrong answer (the entry holds the query).
   Entry* set_of(Handle h, int key) noexcept {
-    const std::uint32_t x = (static_cast<std::uint32_t>(h ^ (h >> 29)) >> 3) + static_cast<std::uint32_t>(key) * 0x9E3779B1u;
-    return &entries_[((x * 0x85EBCA6Bu) >> (32 - kSetBits)) * kWays];
+    const std::uint32_t x = static_cast<std::uint32_t>(h) + static_cast<std::uint32_t>(key) * 0x9E3779B1u;
+    return sets_[(x * 0x85EBCA6Bu) >> (32 - kSetBits)];
   }
 
-  Entry entries_[kEntries];
+  Entry sets_[1u << kSetBits][kWays];
 };
 
 }  // namespace attrcheck::rt

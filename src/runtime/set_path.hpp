@@ -70,6 +70,22 @@ template <bool kShared>
 int set_emulated(const Call& call, QueryCache::Entry& q, Handle h, int key, std::uint64_t word,
                  const FnRef<int()>& forward);
 
+// The cached query a delete may take a quick way with (delete_cached), or nullptr (then call
+// the full hook, on_delete_attr): as checked_set. In shadow mode only a delete that cancels a
+// set this thread deferred is quick, so there the test starts with whether any set is pending.
+inline QueryCache::Entry* checked_delete(const Api& api, Handle h, int key) noexcept {
+  if (g_shadow && __builtin_expect(t_pending.count == 0, 1)) return nullptr;
+  return checked_set(api, h, key);
+}
+
+// The quick ways of a delete of checked_delete's entry `q` for (h, key) (hooks.cpp): shadow
+// mode, the delete that cancels a deferred set; emulate mode, through the query's cursor. False,
+// with nothing done, if the call is not such a delete: then the full hook decides. True: *rc is
+// what the call returns.
+bool delete_cancels_set(const Call& call, QueryCache::Entry& q, Handle h, int key, const FnRef<int()>& forward,
+                        int* rc);
+bool delete_emulated(const Call& call, QueryCache::Entry& q, Handle h, int key, int* rc);
+
 // `q`: checked_set's entry for (h, key).
 template <typename Forward>
 inline int set_cached(const Call& call, QueryCache::Entry& q, Handle h, int key, std::uint64_t word,
