@@ -194,6 +194,7 @@ struct WalkMemo {
   std::uint64_t depot;  // 0: empty, or being filled
   std::uint64_t modules;
   const void* frame;
+  const void* caller;
   int max_depth;
   Origin id;
   detail::WalkLog log;
@@ -227,8 +228,8 @@ Origin StackDepot::capture_remembered(const void* frame, const void* caller, int
   const std::uint64_t modules = detail::modules_generation();  // before the walk: a dlclose during it voids it
   for (int w = 0; w < 2; ++w) {
     const WalkMemo& m = set.way[w];
-    if (m.depot == serial_ && m.frame == frame && m.max_depth == max_depth && m.modules == modules &&
-        detail::stack_unchanged(m.log))
+    if (m.frame == frame && m.caller == caller && m.depot == serial_ && m.max_depth == max_depth &&
+        m.modules == modules && detail::stack_unchanged(m.log))
       return m.id;
   }
   WalkMemo& m = set.way[set.newest ^ 1];
@@ -239,6 +240,7 @@ Origin StackDepot::capture_remembered(const void* frame, const void* caller, int
   if (m.log.reads <= detail::kWalkLogReads) {
     m.modules = modules;
     m.frame = frame;
+    m.caller = caller;
     m.max_depth = max_depth;
     m.id = id;
     m.depot = serial_;
