@@ -308,6 +308,9 @@ void quarantine_keyval(ObjectKind kind, int user_key, int engine_id) noexcept {
 bool reuse_held_keyval(const LibraryArgs& args, const KeyvalSpec& spec, Origin origin, int* user_key,
                        int* engine_id) noexcept {
   if (g_ready_count.load(std::memory_order_relaxed) == 0) return false;
+  // Past a tool limit, objects the engine could not register hold attributes it never counted: a
+  // key the engine calls unused may not be unused in the library. Held keys go back to it then.
+  if (state().limited.load(std::memory_order_relaxed)) return false;
   Held h;
   {
     std::lock_guard<QuarantineLock> lock(g_quarantine_mu);
