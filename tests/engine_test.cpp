@@ -390,6 +390,85 @@ TEST(Keyval, StaleIdIsStillFreedAfterSlotReuse) {
   EXPECT_EQ(e.live_keyvals().size(), 1u);
 }
 
+TEST(Keyval, KeptSlotIsRenewedInPlaceOnlyOnceDestroyed) {
+  // free_keyval(keep_slot) keeps the slot out of reuse; renew_keyval makes a new keyval in it (the
+  // next generation), but not while attributes still use the old one; release_keyval_slot gives
+  // the slot back. (attrcheck's shadow mode: the library's key names a record kept by the slot.)
+  Engine e;
+  Log log;
+  Rec r{&log, "old"};
+  create(e, kComm, {kA});
+  KeyvalId k = make_key(e, user_spec(&r));
+  const KeyvalId old_id = k;
+  ASSERT_EQ(e.set_attr(kComm, kA, old_id, Binding::C, 10), kOk);
+  ASSERT_EQ(e.free_keyval(kComm, &k, 0, /*keep_slot=*/true), kOk);
+  KeyvalId renewed = 0;
+  EXPECT_EQ(e.renew_keyval(old_id, plain_spec(), &renewed), R(Status::KeyvalFreed));  // attribute in use
+  // The freed key still works as a freed key: its attribute is deleted through it.
+  ASSERT_EQ(e.delete_attr(kComm, kA, old_id), kOk);
+  EXPECT_EQ(log, (Log{{'D', "old", kA, old_id, 10}}));
+  // Many creates and frees later the kept slot has not been handed to anyone else...
+  std::set<KeyvalId> others;
+  for (int i = 0; i < 3000; ++i) {
+    KeyvalId o = make_key(e, plain_spec());
+    ASSERT_NE(keyval_slot(o), keyval_slot(old_id)) << "a kept slot was reused";
+    ASSERT_EQ(e.free_keyval(kComm, &o), kOk);
+  }
+  // ... and a renew makes the new keyval there, with the new spec and a new id.
+  ASSERT_EQ(e.renew_keyval(old_id, plain_spec(kComm, CopyAction::Dup), &renewed, 7), kOk);
+  EXPECT_EQ(keyval_slot(renewed), keyval_slot(old_id));
+  EXPECT_NE(renewed, old_id);
+  const KeyvalInfo info = info_of(e, renewed);
+  EXPECT_FALSE(info.user_freed);
+  EXPECT_EQ(info.spec.copy.action, CopyAction::Dup);
+  EXPECT_EQ(info.created_at, 7u);
+  // The old id is a stale copy, the new one a live key.
+  EXPECT_EQ(e.set_attr(kComm, kA, old_id, Binding::C, 1), R(Status::KeyvalFreed));
+  ASSERT_EQ(e.set_attr(kComm, kA, renewed, Binding::C, 5), kOk);
+  EXPECT_EQ(get_c(e, kComm, kA, renewed), 5u);
+  // A slot is renewed once per free: the renewed keyval is no longer a kept one.
+  KeyvalId again = 0;
+  EXPECT_EQ(e.renew_keyval(old_id, plain_spec(), &again), R(Status::KeyvalUnknown));
+  EXPECT_EQ(e.renew_keyval(renewed, plain_spec(), &again), R(Status::KeyvalUnknown));
+  ASSERT_EQ(e.delete_attr(kComm, kA, renewed), kOk);
+}
+
+TEST(Keyval, ReleasedKeptSlotIsReusedLikeAnyOther) {
+  Engine e;
+  KeyvalId k = make_key(e, plain_spec());
+  const KeyvalId old_id = k;
+  ASSERT_EQ(e.free_keyval(kComm, &k, 0, /*keep_slot=*/true), kOk);
+  e.release_keyval_slot(old_id);
+  KeyvalId renewed = 0;
+  EXPECT_EQ(e.renew_keyval(old_id, plain_spec(), &renewed), R(Status::KeyvalUnknown));
+  bool reused = false;
+  for (int i = 0; i < 3000 && !reused; ++i) {
+    KeyvalId o = make_key(e, plain_spec());
+    reused = keyval_slot(o) == keyval_slot(old_id);
+    ASSERT_EQ(e.free_keyval(kComm, &o), kOk);
+  }
+  EXPECT_TRUE(reused);
+}
+
+TEST(Keyval, KeptSlotsNeverTakeMoreThanAQuarterOfTheCapacity) {
+  EngineConfig config;
+  config.max_keyvals = 40;
+  Engine e(config);
+  std::vector<KeyvalId> freed;
+  for (int i = 0; i < 200; ++i) {  // far more frees than slots: the slots not kept are reused
+    KeyvalId k = 0;
+    ASSERT_EQ(e.create_keyval(plain_spec(), &k), kOk) << i;
+    freed.push_back(k);
+    ASSERT_EQ(e.free_keyval(kComm, &k, 0, /*keep_slot=*/true), kOk);
+  }
+  int kept = 0;
+  for (KeyvalId id : freed) {
+    KeyvalId renewed = 0;
+    if (e.renew_keyval(id, plain_spec(), &renewed).ok()) ++kept;
+  }
+  EXPECT_EQ(kept, 10);
+}
+
 TEST(Keyval, FreedKeyInUseStillDeletesItsAttributes) {
   // MPI_COMM_FREE_KEYVAL: freeing a key in use "is not erroneous"; the remaining references "need
   // to be explicitly freed by the program, either via calls to MPI_COMM_DELETE_ATTR ... or by calls

@@ -245,6 +245,60 @@ TEST(StackDepot, CaptureStoresTheCallersStack) {
   for (std::size_t i = 1; i < stored.size(); ++i) EXPECT_EQ(stored[i], direct[i]) << "frame " << i;
 }
 
+// capture_from from the frame of `inner`, and a direct walk (capture_stack_from, which remembers
+// nothing) of the same stack. inner is called from one call site in middle; middle from
+// outer_a or outer_b, identical functions called from the same place: inner's frame and return
+// address are the same both times, the stack further out is not.
+struct FromCapture {
+  Origin id;
+  const void* frame;
+  std::vector<void*> direct;
+};
+__attribute__((noinline)) void inner(StackDepot& depot, FromCapture* out) {
+  const void* frame = __builtin_frame_address(0);
+  const void* caller = __builtin_return_address(0);
+  out->frame = frame;
+  out->id = depot.capture_from(frame, caller, 16);
+  void* frames[16];
+  const int n = attrcheck::capture_stack_from(frame, caller, frames, 16);
+  out->direct.assign(frames, frames + n);
+  asm volatile("" ::: "memory");
+}
+__attribute__((noinline)) void middle(StackDepot& depot, FromCapture* out) {
+  inner(depot, out);
+  asm volatile("" ::: "memory");
+}
+__attribute__((noinline)) void outer_a(StackDepot& depot, FromCapture* out) {
+  middle(depot, out);
+  asm volatile("" ::: "memory");
+}
+__attribute__((noinline)) void outer_b(StackDepot& depot, FromCapture* out) {
+  middle(depot, out);
+  asm volatile("" ::: "memory");
+}
+
+TEST(StackDepot, CaptureFromTheSameFrameUnderAnotherStackIsThatStack) {
+  // capture_from remembers its walks with the stack words they read: from the same frame, with the
+  // same return address, but under another caller further out, it must walk again.
+  StackDepot depot;
+  std::vector<FromCapture> got;
+  for (int round = 0; round < 3; ++round) {
+    for (auto* outer : {&outer_a, &outer_b}) {
+      FromCapture c;
+      outer(depot, &c);
+      got.push_back(c);
+    }
+  }
+  ASSERT_EQ(got[0].frame, got[1].frame) << "inner's frame moved: the test does not reach the case it is for";
+  for (const FromCapture& c : got) {
+    ASSERT_NE(c.id, 0u);
+    EXPECT_EQ(depot.frames(c.id), c.direct);
+  }
+  EXPECT_NE(got[0].id, got[1].id);
+  for (std::size_t i = 2; i < got.size(); ++i) EXPECT_EQ(got[i].id, got[i % 2].id) << i;
+  EXPECT_EQ(depot.size(), 2u);
+}
+
 TEST(StackDepot, CaptureRespectsMaxDepth) {
   StackDepot depot;
   const Origin id = depot.capture(3);

@@ -316,7 +316,19 @@ class Engine {
   Result create_keyval(const KeyvalSpec& spec, KeyvalId* keyval, Origin origin = 0);
   // Frees a keyval: *keyval becomes the configured MPI_KEYVAL_INVALID. The key lives on while
   // attributes use it. `kind` is the kind of the free call (MPI_Keyval_free = Comm).
-  Result free_keyval(ObjectKind kind, KeyvalId* keyval, Origin origin = 0);
+  // `keep_slot`: the keyval's slot is not reused for another keyval until renew_keyval or
+  // release_keyval_slot names it (a host that keeps its own handle for the keyval, to hand out
+  // again, keeps the slot, and so whatever it keyed by the slot; attrcheck's shadow mode).
+  // Honoured while the kept slots are fewer than a quarter of the keyval capacity.
+  Result free_keyval(ObjectKind kind, KeyvalId* keyval, Origin origin = 0, bool keep_slot = false);
+  // Creates a user keyval in the slot of `old_id`, freed with keep_slot and destroyed since (no
+  // attribute uses it any more): like create_keyval, but *keyval is always in that slot (the next
+  // generation). KeyvalFreed: old_id's keyval is still alive through attributes; KeyvalUnknown:
+  // old_id is not a kept slot's keyval; CapacityExhausted: the slot's generations are used up.
+  // On failure the slot stays kept.
+  Result renew_keyval(KeyvalId old_id, const KeyvalSpec& spec, KeyvalId* keyval, Origin origin = 0);
+  // Gives up a slot kept by free_keyval: reused like any other once its keyval is destroyed.
+  void release_keyval_slot(KeyvalId old_id);
   // Registers a predefined keyval (MPI_TAG_UB, MPI_WIN_BASE, ...) with the host's id. Its values
   // are supplied per object with install_predefined(); users cannot set, delete or free it.
   // `copy_on_dup`: whether dups of an object carry its value along (Open MPI does for comms).

@@ -43,7 +43,9 @@ class StackDepot {
   Origin intern(void* const* frames, int depth);
   // Captures the caller's stack (skipping `skip` frames above the caller) and interns it.
   Origin capture(int max_depth, int skip = 0);
-  // Captures the stack from `frame` outwards (capture_stack_from) and interns it.
+  // Captures the stack from `frame` outwards (capture_stack_from) and interns it. Each thread
+  // remembers its last few such walks and the stack words they read: a capture from the same
+  // frame whose words all read the same again is known without walking (provenance.cpp).
   Origin capture_from(const void* frame, const void* caller, int max_depth);
   // The frames of an id (empty for 0 or an unknown id).
   std::vector<void*> frames(Origin id) const;
@@ -51,6 +53,7 @@ class StackDepot {
 
  private:
   Origin intern_locked(void* const* frames, int depth, std::uint64_t hash);
+  Origin capture_remembered(const void* frame, const void* caller, int max_depth, void** frames);
   struct Key {
     std::uint32_t offset;
     std::uint32_t depth;

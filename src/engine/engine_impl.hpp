@@ -36,6 +36,10 @@ struct Engine::Impl {
   ChunkedArray<KeyvalSlot, 10, (1u << kSlotBits) / 1024> keyvals_;  // index = slot number (0 unused)
   std::uint32_t keyval_slots_used_ = 1;
   std::deque<std::uint32_t> destroyed_slots_;
+  std::uint32_t kept_slots_ = 0;  // slots freed with keep_slot, not yet renewed or released
+  std::uint32_t keyval_capacity() const noexcept {  // the highest slot number create_keyval uses
+    return config.max_keyvals && config.max_keyvals < kSlotMask ? config.max_keyvals : kSlotMask;
+  }
   PredefinedKeyval predefined_[kMaxPredefined];
   std::atomic<std::uint32_t> predefined_count_{0};
   // The lowest and highest predefined id (mu_ held): a new keyval's id outside them is none of
@@ -128,7 +132,8 @@ struct Engine::Impl {
     if (k->state.load(std::memory_order_relaxed) == kKeyFreed && k->attributes == 0 && k->pins == 0) {
       WriteSection ws(seq_, &layout_);
       k->state.store(kKeyDestroyed, std::memory_order_relaxed);
-      destroyed_slots_.push_back(static_cast<std::uint32_t>(k->id.load(std::memory_order_relaxed)) & kSlotMask);
+      if (!k->kept)  // a kept slot waits for renew_keyval or release_keyval_slot (keyvals.cpp)
+        destroyed_slots_.push_back(static_cast<std::uint32_t>(k->id.load(std::memory_order_relaxed)) & kSlotMask);
     }
   }
 
@@ -554,7 +559,13 @@ struct Engine::Impl {
 
   Result create_keyval(const KeyvalSpec& spec, KeyvalId* out, Origin origin);
 
-  Result free_keyval(ObjectKind kind, KeyvalId* keyval, Origin origin);
+  Result free_keyval(ObjectKind kind, KeyvalId* keyval, Origin origin, bool keep_slot);
+
+  Result renew_keyval(KeyvalId old_id, const KeyvalSpec& spec, KeyvalId* out, Origin origin);
+
+  void release_keyval_slot(KeyvalId old_id);
+
+  void start_keyval(KeyvalSlot* k, KeyvalId id, const KeyvalSpec& spec, Origin origin);
 
   Result register_predefined(ObjectKind kind, KeyvalId id, const char* name, bool copy_on_dup);
 

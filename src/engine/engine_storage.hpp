@@ -169,6 +169,7 @@ struct KeyvalSlot {
   std::uint32_t generation = 0;
   std::uint32_t attributes = 0;  // attributes using the key
   std::uint32_t pins = 0;        // operations in flight that still need its callbacks
+  bool kept = false;             // freed with keep_slot: not reused until renewed or released
   KeyvalSpec spec;
   Origin created_at = 0;
   Origin freed_at = 0;

@@ -68,6 +68,8 @@ extern "C" __attribute__((visibility("default"))) int dlclose(void* handle) {
 
 namespace attrcheck::detail {
 int fast_backtrace(const void*, void**, int, int) noexcept { return -1; }
+int fast_backtrace_logged(const void*, void**, int, WalkLog*) noexcept { return -1; }
+bool stack_unchanged(const WalkLog&) noexcept { return false; }
 }  // namespace attrcheck::detail
 
 #else
@@ -505,18 +507,29 @@ inline Rule lookup(RuleSet* table, std::uintptr_t key) noexcept {
   return fill_rule(set, key, key & ~kExact, (key & kExact) != 0);
 }
 
-}  // namespace
-
 // Every read lies in [lo, hi): the return address at CFA - 8 with rsp < CFA <= hi, both 8-aligned
 // (so CFA - 8 >= rsp >= lo); a saved rbp below the CFA and at or above lo; a ucontext's registers
 // between rsp and hi.
-int fast_backtrace(const void* frame, void** out, int max_depth, int skip) noexcept {
+// With kLog, every stack word read is logged, in order, address and value (WalkLog).
+template <bool kLog>
+int walk(const void* frame, void** out, int max_depth, int skip, WalkLog* log) noexcept {
   const std::uintptr_t lo = reinterpret_cast<std::uintptr_t>(frame);
   const std::uintptr_t hi = stack_top(lo);
   if (!hi || (lo & 7) || hi - lo < 16) return -1;  // not on the thread's stack (an alternate signal stack, a coroutine's)
   drop_rules_if_modules_changed();
   RuleSet* const rules = t_rules;
-  std::uintptr_t ip = stack_word(lo + 8), rbp = stack_word(lo), rsp = lo + 16;
+  const auto read = [log](std::uintptr_t addr) noexcept {
+    const std::uintptr_t value = stack_word(addr);
+    if constexpr (kLog) {
+      if (log->reads < kWalkLogReads) {
+        log->addr[log->reads] = addr;
+        log->value[log->reads] = value;
+      }
+      ++log->reads;
+    }
+    return value;
+  };
+  std::uintptr_t ip = read(lo + 8), rbp = read(lo), rsp = lo + 16;
   void** next = out;
   void** const end = out + max_depth;
   while (ip) {
@@ -547,10 +560,10 @@ int fast_backtrace(const void* frame, void** out, int max_depth, int skip) noexc
       static_assert(kRip % 8 == 0 && kRspAt % 8 == 0 && kRbpAt % 8 == 0, "aligned registers");
       constexpr std::size_t kEndAt = (kRip > kRspAt ? (kRip > kRbpAt ? kRip : kRbpAt) : (kRspAt > kRbpAt ? kRspAt : kRbpAt)) + 8;
       if (hi - rsp < kEndAt) return -1;
-      const std::uintptr_t sp = stack_word(rsp + kRspAt);
+      const std::uintptr_t sp = read(rsp + kRspAt);
       if (sp <= rsp || sp >= hi || (sp & 7)) return -1;
-      ip = stack_word(rsp + kRip);
-      rbp = stack_word(rsp + kRbpAt);
+      ip = read(rsp + kRip);
+      rbp = read(rsp + kRbpAt);
       rsp = sp;
       if (!ip) return static_cast<int>(next - out);
       if (skip > 0) {
@@ -566,12 +579,31 @@ int fast_backtrace(const void* frame, void** out, int max_depth, int skip) noexc
     if (rule.rbp_off) {
       const std::uintptr_t at = cfa + static_cast<std::uintptr_t>(static_cast<std::intptr_t>(rule.rbp_off));
       if (at < lo) return -1;
-      rbp = stack_word(at);
+      rbp = read(at);
     }
-    ip = stack_word(cfa - 8);
+    ip = read(cfa - 8);
     rsp = cfa;
   }
   return static_cast<int>(next - out);
+}
+
+}  // namespace
+
+int fast_backtrace(const void* frame, void** out, int max_depth, int skip) noexcept {
+  return walk<false>(frame, out, max_depth, skip, nullptr);
+}
+
+int fast_backtrace_logged(const void* frame, void** out, int max_depth, WalkLog* log) noexcept {
+  log->reads = 0;
+  return walk<true>(frame, out, max_depth, 0, log);
+}
+
+// Every address was read by a walk from a frame at or below the caller's, on this thread's stack,
+// so it still lies in live frames of the stack (the caller's or further out).
+bool stack_unchanged(const WalkLog& log) noexcept {
+  for (int i = 0; i < log.reads; ++i)
+    if (stack_word(log.addr[i]) != log.value[i]) return false;
+  return true;
 }
 
 }  // namespace attrcheck::detail

@@ -20,6 +20,23 @@ namespace attrcheck::detail {
 // no bounds for): the caller then unwinds the whole stack with it.
 int fast_backtrace(const void* frame, void** out, int max_depth, int skip) noexcept;
 
+// The stack words a walk read, in order: its result is a function of them, of where it started
+// and of the frame rules of the return addresses it met (which only a module change alters), so a
+// walk from the same frame, with the same max_depth, on the same thread and with the same modules,
+// whose words all read the same again, stores the very same frames (StackDepot::capture_from
+// remembers walks so). `reads` counts every read; past kWalkLogReads the rest is not logged.
+inline constexpr int kWalkLogReads = 40;
+struct WalkLog {
+  int reads;
+  std::uintptr_t addr[kWalkLogReads];
+  std::uintptr_t value[kWalkLogReads];
+};
+// fast_backtrace without a skip, logging its reads in *log.
+int fast_backtrace_logged(const void* frame, void** out, int max_depth, WalkLog* log) noexcept;
+// Whether every word of a complete log (reads <= kWalkLogReads) of a walk this thread made from a
+// frame it is still running in, or one further out, still holds the value read.
+bool stack_unchanged(const WalkLog& log) noexcept;
+
 // Bumped after every dlclose (src/engine/fast_unwind.cpp interposes it): a thread's cached frame
 // rules are dropped when it changed, so code loaded later at the same address is read anew.
 std::uint64_t modules_generation() noexcept;

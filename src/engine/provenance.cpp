@@ -71,11 +71,9 @@ __attribute__((noinline)) int capture_stack(void** frames, int max_depth, int sk
   return full_capture(__builtin_return_address(0), frames, max_depth, skip);
 }
 
-__attribute__((noinline)) int capture_stack_from(const void* frame, const void* caller, void** frames,
-                                                 int max_depth) noexcept {
-  if (!frames || max_depth <= 0) return 0;
-  if (frame)
-    if (const int n = detail::fast_backtrace(frame, frames, max_depth, 0); n >= 0) return n;
+namespace {
+// capture_stack_from's full unwinder: the stack from `caller` on.
+__attribute__((noinline)) int full_capture_from(const void* caller, void** frames, int max_depth) noexcept {
   void* buffer[kMaxStackDepth + 24];
   const int want = std::min(max_depth + 24, static_cast<int>(sizeof buffer / sizeof *buffer));
   const int got = unwinder()(buffer, want);
@@ -88,6 +86,15 @@ __attribute__((noinline)) int capture_stack_from(const void* frame, const void* 
   const int n = std::min(got - first, max_depth);
   std::memcpy(frames, buffer + first, static_cast<std::size_t>(n) * sizeof(void*));
   return n;
+}
+}  // namespace
+
+__attribute__((noinline)) int capture_stack_from(const void* frame, const void* caller, void** frames,
+                                                 int max_depth) noexcept {
+  if (!frames || max_depth <= 0) return 0;
+  if (frame)
+    if (const int n = detail::fast_backtrace(frame, frames, max_depth, 0); n >= 0) return n;
+  return full_capture_from(caller, frames, max_depth);
 }
 
 void warm_up_stack_capture() noexcept {
@@ -177,9 +184,69 @@ __attribute__((noinline)) Origin StackDepot::capture(int max_depth, int skip) {
   return intern(frames, n);
 }
 
+namespace {
+// The walks capture_from made last on this thread, with the stack words each read and the stack it
+// interned (fast_unwind.hpp, WalkLog): a capture from the same frame whose words all read the same
+// again is that stack, found without walking or interning. Keyed by the frame and its return
+// address; 2-way set-associative (a create's and a free's wrapper frames often lie at the same
+// address, called from the same function, and differ in the return address).
+struct WalkMemo {
+  std::uint64_t depot;  // 0: empty, or being filled
+  std::uint64_t modules;
+  const void* frame;
+  const void* caller;
+  int max_depth;
+  Origin id;
+  detail::WalkLog log;
+};
+struct MemoSet {
+  WalkMemo way[2];
+  int newest;
+};
+constexpr int kMemoSets = 4;
+__thread MemoSet t_memo[kMemoSets];
+// A capture_from is using t_memo on this thread: a signal handler's capture leaves it alone.
+__thread bool t_memo_busy;
+}  // namespace
+
 Origin StackDepot::capture_from(const void* frame, const void* caller, int max_depth) {
+  max_depth = std::min(max_depth, kMaxStackDepth);
   void* frames[kMaxStackDepth];
-  return intern(frames, capture_stack_from(frame, caller, frames, std::min(max_depth, kMaxStackDepth)));
+  if (!frame || max_depth <= 0 || t_memo_busy) return intern(frames, capture_stack_from(frame, caller, frames, max_depth));
+  t_memo_busy = true;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  const Origin id = capture_remembered(frame, caller, max_depth, frames);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  t_memo_busy = false;
+  return id;
+}
+
+Origin StackDepot::capture_remembered(const void* frame, const void* caller, int max_depth, void** frames) {
+  const auto key = reinterpret_cast<std::uintptr_t>(frame) ^ (reinterpret_cast<std::uintptr_t>(caller) * 0x9e3779b97f4a7c15ULL);
+  MemoSet& set = t_memo[(key * 0xff51afd7ed558ccdULL) >> 62];
+  static_assert(kMemoSets == 4, "the top 2 bits pick the set");
+  const std::uint64_t modules = detail::modules_generation();  // before the walk: a dlclose during it voids it
+  for (int w = 0; w < 2; ++w) {
+    const WalkMemo& m = set.way[w];
+    if (m.frame == frame && m.caller == caller && m.depot == serial_ && m.max_depth == max_depth &&
+        m.modules == modules && detail::stack_unchanged(m.log))
+      return m.id;
+  }
+  WalkMemo& m = set.way[set.newest ^ 1];
+  m.depot = 0;
+  const int n = detail::fast_backtrace_logged(frame, frames, max_depth, &m.log);
+  if (n < 0) return intern(frames, full_capture_from(caller, frames, max_depth));
+  const Origin id = intern(frames, n);
+  if (m.log.reads <= detail::kWalkLogReads) {
+    m.modules = modules;
+    m.frame = frame;
+    m.caller = caller;
+    m.max_depth = max_depth;
+    m.id = id;
+    m.depot = serial_;
+    set.newest ^= 1;
+  }
+  return id;
 }
 
 std::vector<void*> StackDepot::frames(Origin id) const {

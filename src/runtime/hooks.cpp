@@ -297,8 +297,22 @@ int on_create_keyval(const Call& call, void* copy_fn, void* delete_fn, int* keyv
       report(in);
     }
   }
-  int engine_id = 0;
-  const Result res = r.engine->create_keyval(spec, &engine_id, origin_here(call));
+  // Shadow: the library gets trampolines for user callbacks (so every run is observed), C ones
+  // the record as extra_state (Fortran ones the user's: they find the record by keyval);
+  // predefined callbacks go to it unchanged. A held library key that was given the same is
+  // handed out again once its quarantine is over, without the library's create (keyvals.cpp).
+  const Origin origin = origin_here(call);
+  LibraryArgs lib;  // (left unset in emulate mode)
+  int engine_id = 0, held_key = 0;
+  bool reused = false;
+  if (r.mode == Mode::Shadow) {
+    const bool user_copy = spec.copy.action == CopyAction::User, user_delete = spec.del.action == DeleteAction::User;
+    lib = {call.api, user_copy ? trampoline_copy(kind, spec.lang) : copy_fn,
+           user_delete ? trampoline_delete(kind, spec.lang) : delete_fn,
+           (user_copy || user_delete) && spec.lang == Binding::C, extra_state};
+    reused = reuse_held_keyval(lib, spec, origin, &held_key, &engine_id);
+  }
+  const Result res = reused ? Result{} : r.engine->create_keyval(spec, &engine_id, origin);
   if (res.status == Status::CapacityExhausted) {
     // No capacity may change what the program does: the library makes and serves it, unchecked.
     note_limit("keyvals", "attrcheck's keyval table is full (2,097,151 live keyvals): keyvals created from now on "
@@ -315,26 +329,22 @@ int on_create_keyval(const Call& call, void* copy_fn, void* delete_fn, int* keyv
   rec->extra_state = extra_state;
   rec->lang = spec.lang;
   rec->user_id = engine_id;
-  rec->engine_id.store(engine_id, std::memory_order_release);
   if (r.mode == Mode::Emulate) {
+    rec->engine_id.store(engine_id, std::memory_order_release);
     *keyval = engine_id;
     return MPI_SUCCESS;
   }
-  // Shadow: the library gets trampolines for user callbacks (so every run is observed), C ones
-  // the record as extra_state (Fortran ones the user's: they find the record by keyval);
-  // predefined callbacks go to it unchanged.
-  const bool wrap = rec->copy_fn || rec->delete_fn;
-  if (wrap) {
-    rc = forward(rec->copy_fn ? trampoline_copy(kind, spec.lang) : copy_fn,
-                 rec->delete_fn ? trampoline_delete(kind, spec.lang) : delete_fn,
-                 spec.lang == Binding::C ? reinterpret_cast<std::uintptr_t>(rec) : extra_state);
+  rec->library = lib;
+  rec->engine_id.store(engine_id, std::memory_order_release);
+  if (reused) {
+    *keyval = held_key;  // the library made it with `lib`, this very record included
   } else {
-    rc = forward(copy_fn, delete_fn, extra_state);
-  }
-  if (rc != MPI_SUCCESS) {
-    int undo = engine_id;
-    r.engine->free_keyval(kind, &undo);
-    return rc;
+    rc = forward(lib.copy_fn, lib.delete_fn, lib.own_record ? reinterpret_cast<std::uintptr_t>(rec) : extra_state);
+    if (rc != MPI_SUCCESS) {
+      int undo = engine_id;
+      r.engine->free_keyval(kind, &undo);
+      return rc;
+    }
   }
   rec->user_id = *keyval;
   map_key(*keyval, engine_id);
@@ -350,14 +360,16 @@ int on_free_keyval(const Call& call, int* keyval, const FnRef<int()>& forward) {
   const int user_key = *keyval;
   if (unchecked(kind, nullptr, &user_key)) return forward();
   int engine_key = to_engine_key(user_key);
-  const Result res = r.engine->free_keyval(kind, &engine_key, origin_here(call));
+  const int engine_id = engine_key;
+  // Shadow: the engine keeps the slot, whose record the library's key names (keyvals.cpp).
+  const Result res = r.engine->free_keyval(kind, &engine_key, origin_here(call), r.mode == Mode::Shadow);
   if (!res.ok()) return refuse(call, res, kind, 0, user_key, to_engine_key(user_key));
   *keyval = MPI_KEYVAL_INVALID;
   if (r.mode == Mode::Shadow) {
     // The library's free is held back (keyvals.cpp), so that it does not hand the number out again
     // while stale copies of it may still be around. (forward stays unused: it would free it now.)
     (void)forward;
-    quarantine_keyval(kind, user_key);
+    quarantine_keyval(kind, user_key, engine_id);
   }
   return MPI_SUCCESS;
 }

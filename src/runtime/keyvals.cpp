@@ -2,7 +2,10 @@
 // trampolines), shadow mode's map from the library's keyval numbers to the engine's, the
 // predefined keyvals, and the quarantine of freed keyval numbers.
 #include <algorithm>
+#include <atomic>
 #include <mutex>
+
+#include <sched.h>
 
 #include "runtime/runtime.hpp"
 
@@ -36,16 +39,39 @@ KeyRecord* new_record(int engine_id) {
   return rec;
 }
 
+namespace {
+// Keys outside 0..kSmallKeys (MPICH's are handles such as 0xa4000000) live in Runtime::big_keys,
+// behind a mutex (~80 instructions a lookup). In front of it, lock-free: the mapping of the key
+// last mapped or looked up in each slot, key and engine id in one word (a key of 0 is never a big
+// key, so 0 is an empty slot). Written under big_keys_mu only, so it never disagrees with the map
+// for longer than the map's own update.
+constexpr int kBigKeyCacheBits = 12;
+std::atomic<std::uint64_t> g_big_key_cache[1 << kBigKeyCacheBits];
+
+std::atomic<std::uint64_t>& big_key_slot(int user_key) noexcept {
+  return g_big_key_cache[(static_cast<std::uint32_t>(user_key) * 0x9e3779b1u) >> (32 - kBigKeyCacheBits)];
+}
+std::uint64_t big_key_entry(int user_key, int engine_id) noexcept {
+  return (std::uint64_t{static_cast<std::uint32_t>(user_key)} << 32) | static_cast<std::uint32_t>(engine_id);
+}
+}  // namespace
+
 int to_engine_key_shadow(int user_key) noexcept {
   Runtime& r = state();
   if (user_key == MPI_KEYVAL_INVALID || is_predefined_key(user_key)) return user_key;
   int id = 0;
   if (user_key >= 0 && user_key < Runtime::kSmallKeys) {
     id = r.small_keys[user_key].load(std::memory_order_acquire);
+  } else if (const std::uint64_t e = big_key_slot(user_key).load(std::memory_order_acquire);
+             static_cast<std::uint32_t>(e >> 32) == static_cast<std::uint32_t>(user_key)) {
+    id = static_cast<int>(static_cast<std::uint32_t>(e));
   } else {
     std::lock_guard<std::mutex> lock(r.big_keys_mu);
     auto it = r.big_keys.find(user_key);
-    if (it != r.big_keys.end()) id = it->second;
+    if (it != r.big_keys.end()) {
+      id = it->second;
+      big_key_slot(user_key).store(big_key_entry(user_key, id), std::memory_order_release);
+    }
   }
   return id ? id : (1 << kKeyvalSlotBits);  // slot 0 is never an engine keyval: "unknown"
 }
@@ -57,6 +83,7 @@ void map_key(int user_key, int engine_id) noexcept {
   } else {
     std::lock_guard<std::mutex> lock(r.big_keys_mu);
     r.big_keys[user_key] = engine_id;
+    big_key_slot(user_key).store(big_key_entry(user_key, engine_id), std::memory_order_release);
   }
   r.engine->advance_layout();  // queries remembered with the old mapping are void
 }
@@ -117,32 +144,126 @@ void register_predefined_keys(Engine& e) {
 // observe: the library keeps a freed key alive while attributes use it anyway, and deletes through
 // it (the only legal use left) work the same.
 //
-// The held keys are released in batches of kQuarantineBatch, highest number first. Open MPI keeps
-// its keyvals in an opal_hash_table hashed by the number itself (key % capacity, linear probing),
-// and a removal re-examines every valid entry after the removed one up to the next empty slot.
-// Since it hands out the lowest free number, the held and live keys form one contiguous run of
-// numbers, and releasing the oldest held key one at a time scanned about half of that run on every
-// free (~31,000 instructions at 4,096 held keys). Released from the highest number down, each
-// removal's scan stops at the gap the previous one left: one batch scans the run once, so a free
-// pays about (hold + 2 batch) / batch entries. MPICH's keyval free is O(1) either way.
+// Once its quarantine is over, a held key is handed out again, as it is, to the next create that
+// would give the library the same arguments (LibraryArgs: the same create function, the same
+// copy and delete functions, the same extra_state), instead of the library's free of the old key
+// and create of a new one. The library cannot tell: it never saw the old key freed, and the key
+// it holds is the one its create would have made, field for field (Open MPI: kind, functions,
+// extra_state, the Fortran flags its create function sets; MPICH the same, with its language).
+// For C user callbacks the library's extra_state is the keyval's KeyRecord, which belongs to the
+// engine's slot: the engine keeps a freed keyval's slot for this (Engine::free_keyval keep_slot)
+// and renews the new keyval in it (Engine::renew_keyval), so the new keyval's record is the one the
+// library already has. It is only done when the old keyval is destroyed (no attribute uses it any
+// more, so the library has none under the key). What the program sees: its new keyval's number is
+// an old one, freed at least kQuarantineHold frees ago, where the library's create would have
+// given it the lowest number free (which the quarantine already changes); the guarantee is the
+// same (a stale key names a new one only after kQuarantineHold later frees). What it saves: the
+// library's create and free (Open MPI's search for the lowest free bit and its hash table, both
+// slower the more keys are held: ~1,300 instructions of a create + free). docs/rules.md, keyval.freed,
+// says why the library cannot tell.
 //
-// The hold is a trade-off: a stale key is told apart for at least kQuarantineHold later frees, and
-// the keys held make Open MPI's create and free slower (its lowest-free-bit search and the batch's
-// hash removals): a create + free in the steady state costs ~3,080 instructions holding 4,096 and
-// ~2,940 holding 2,048 (callgrind, bench/mpi_attr_bench, whole quarantine cycles), not worth
-// halving the window for.
+// Aged keys no create has taken wait in the ready set, at most kQuarantineBatch of them, then all
+// are released to the library together, highest number first. Open MPI keeps its keyvals in an
+// opal_hash_table hashed by the number itself (key % capacity, linear probing), and a removal
+// re-examines every valid entry after the removed one up to the next empty slot. Since it hands
+// out the lowest free number, the held and live keys form one contiguous run of numbers, and
+// releasing the oldest held key one at a time scanned about half of that run on every free
+// (~31,000 instructions at 4,096 held keys). Released from the highest number down, each removal's
+// scan stops at the gap the previous one left: one batch scans the run once. MPICH's keyval free
+// is O(1) either way.
 
 namespace {
 constexpr int kQuarantineHold = 4096;
 constexpr int kQuarantineBatch = 512;
-constexpr int kQuarantine = kQuarantineHold + kQuarantineBatch;
 struct Held {
   ObjectKind kind;
-  int key;
+  int key;        // the library's
+  int engine_id;  // the engine keyval it named, whose slot the engine keeps
 };
-std::mutex g_quarantine_mu;
-Held g_quarantine[kQuarantine];
+// Held for a few dozen instructions (a batch's bookkeeping: a few thousand), never across an MPI
+// or user call: spinning (one exchange, one store) is cheaper than a mutex, ~45 instructions a
+// lock and unlock (callgrind).
+class QuarantineLock {
+ public:
+  void lock() noexcept {
+    for (unsigned spins = 0; locked_.exchange(true, std::memory_order_acquire);)
+      while (locked_.load(std::memory_order_relaxed))
+        if (++spins > 64) sched_yield();
+  }
+  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> locked_{false};
+};
+QuarantineLock g_quarantine_mu;
+// The last kQuarantineHold keys freed, oldest first.
+Held g_ring[kQuarantineHold];
 int g_held = 0, g_oldest = 0;
+
+// The ready set: aged keys with the arguments the library's create got, chained by bucket (a hash
+// of the arguments). Entries are taken from a free list; `next` links a bucket's chain or the free
+// list (-1: end).
+struct Ready {
+  Held held;
+  LibraryArgs args;
+  int next;
+};
+constexpr int kBuckets = 64;
+constexpr int kChainSteps = 4;  // a create looks this far down its bucket's chain, no further
+Ready g_ready[kQuarantineBatch];
+int g_bucket[kBuckets];
+int g_free_ready = -1;
+bool g_ready_built = false;
+std::atomic<int> g_ready_count{0};  // read without the lock: a create with none ready skips it
+
+bool same_args(const LibraryArgs& a, const LibraryArgs& b) noexcept {
+  return a.api == b.api && a.copy_fn == b.copy_fn && a.delete_fn == b.delete_fn && a.own_record == b.own_record &&
+         (a.own_record || a.extra_state == b.extra_state);
+}
+
+int bucket_of(const LibraryArgs& a) noexcept {
+  std::uint64_t h = reinterpret_cast<std::uintptr_t>(a.api) ^ (reinterpret_cast<std::uintptr_t>(a.copy_fn) * 3) ^
+                    (reinterpret_cast<std::uintptr_t>(a.delete_fn) * 5) ^ (a.own_record ? 1 : a.extra_state * 7);
+  return static_cast<int>((h * 0x9e3779b97f4a7c15ULL) >> 58);
+}
+static_assert(kBuckets == 64, "bucket_of takes the top 6 bits");
+
+void build_ready() noexcept {  // g_quarantine_mu held
+  if (g_ready_built) return;
+  for (int& b : g_bucket) b = -1;
+  for (int i = 0; i < kQuarantineBatch; ++i) g_ready[i].next = i + 1 < kQuarantineBatch ? i + 1 : -1;
+  g_free_ready = 0;
+  g_ready_built = true;
+}
+
+// Takes every ready key off the set into `batch` (g_quarantine_mu held); returns how many.
+int take_all_ready(Held* batch) noexcept {
+  int n = 0;
+  for (int& head : g_bucket) {
+    for (int i = head; i >= 0;) {
+      const int next = g_ready[i].next;
+      batch[n++] = g_ready[i].held;
+      g_ready[i].next = g_free_ready;
+      g_free_ready = i;
+      i = next;
+    }
+    head = -1;
+  }
+  g_ready_count.store(0, std::memory_order_relaxed);
+  return n;
+}
+
+// Adds an aged key (g_quarantine_mu held; the set is not full).
+void add_ready(Held h, const LibraryArgs& args) noexcept {
+  const int i = g_free_ready;
+  g_free_ready = g_ready[i].next;
+  g_ready[i].held = h;
+  g_ready[i].args = args;
+  int& head = g_bucket[bucket_of(args)];
+  g_ready[i].next = head;
+  head = i;
+  g_ready_count.store(g_ready_count.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
 
 void library_free_keyval(Held h) noexcept {
   int key = h.key;
@@ -151,14 +272,7 @@ void library_free_keyval(Held h) noexcept {
     case ObjectKind::Type: PMPI_Type_free_keyval(&key); break;
     case ObjectKind::Win: PMPI_Win_free_keyval(&key); break;
   }
-}
-
-// Takes the oldest held key off the ring (the caller holds g_quarantine_mu; g_held > 0).
-Held take_oldest() noexcept {
-  const Held h = g_quarantine[g_oldest];
-  g_oldest = (g_oldest + 1) % kQuarantine;
-  --g_held;
-  return h;
+  state().engine->release_keyval_slot(h.engine_id);  // the record is no longer the library's
 }
 
 // The library's frees of a batch of held keys, highest number first (see above).
@@ -168,16 +282,59 @@ void release(Held* batch, int n) noexcept {
 }
 }  // namespace
 
-void quarantine_keyval(ObjectKind kind, int user_key) noexcept {
-  Held batch[kQuarantineBatch];  // 4 KiB of stack, only while a batch is released
+void quarantine_keyval(ObjectKind kind, int user_key, int engine_id) noexcept {
+  Held batch[kQuarantineBatch + 1];  // 6 KiB of stack, only while a batch is released
   int n = 0;
   {
-    std::lock_guard<std::mutex> lock(g_quarantine_mu);
-    g_quarantine[(g_oldest + g_held++) % kQuarantine] = Held{kind, user_key};
-    if (g_held == kQuarantine)  // each of the oldest kQuarantineBatch has had kQuarantineHold later frees
-      while (n < kQuarantineBatch) batch[n++] = take_oldest();
+    std::lock_guard<QuarantineLock> lock(g_quarantine_mu);
+    const Held freed{kind, user_key, engine_id};
+    if (g_held < kQuarantineHold) {
+      g_ring[(g_oldest + g_held++) % kQuarantineHold] = freed;
+    } else {  // the oldest has had kQuarantineHold later frees: it is ready
+      const Held aged = g_ring[g_oldest];
+      g_ring[g_oldest] = freed;
+      g_oldest = (g_oldest + 1) % kQuarantineHold;
+      build_ready();
+      if (g_ready_count.load(std::memory_order_relaxed) == kQuarantineBatch) n = take_all_ready(batch);
+      // Its record, kept with the engine's slot, says what the library's create got (none: the
+      // engine did not keep the slot, at a lowered capacity; then it is released as it is).
+      if (const KeyRecord* rec = record_for(aged.engine_id)) add_ready(aged, rec->library);
+      else batch[n++] = aged;
+    }
   }
-  release(batch, n);  // outside the lock: other threads' frees go on being held meanwhile
+  if (n) release(batch, n);  // outside the lock: other threads' frees go on being held meanwhile
+}
+
+bool reuse_held_keyval(const LibraryArgs& args, const KeyvalSpec& spec, Origin origin, int* user_key,
+                       int* engine_id) noexcept {
+  if (g_ready_count.load(std::memory_order_relaxed) == 0) return false;
+  // Past a tool limit, objects the engine could not register hold attributes it never counted: a
+  // key the engine calls unused may not be unused in the library. Held keys go back to it then.
+  if (state().limited.load(std::memory_order_relaxed)) return false;
+  Held h;
+  {
+    std::lock_guard<QuarantineLock> lock(g_quarantine_mu);
+    int* link = &g_bucket[bucket_of(args)];
+    for (int steps = 0; *link >= 0 && !same_args(g_ready[*link].args, args); ++steps) {
+      if (steps == kChainSteps) return false;
+      link = &g_ready[*link].next;
+    }
+    const int i = *link;
+    if (i < 0) return false;
+    h = g_ready[i].held;
+    *link = g_ready[i].next;
+    g_ready[i].next = g_free_ready;
+    g_free_ready = i;
+    g_ready_count.store(g_ready_count.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+  }
+  if (state().engine->renew_keyval(h.engine_id, spec, engine_id, origin).ok()) {
+    *user_key = h.key;
+    return true;
+  }
+  // Attributes still use the old keyval (or the engine gave its slot up): the library frees the
+  // key as the batch would have, and the caller creates one.
+  library_free_keyval(h);
+  return false;
 }
 
 void release_quarantine() noexcept {
@@ -185,8 +342,16 @@ void release_quarantine() noexcept {
   for (;;) {
     int n = 0;
     {
-      std::lock_guard<std::mutex> lock(g_quarantine_mu);
-      while (n < kQuarantineBatch && g_held > 0) batch[n++] = take_oldest();
+      std::lock_guard<QuarantineLock> lock(g_quarantine_mu);
+      if (g_ready_built && g_ready_count.load(std::memory_order_relaxed) > 0) {
+        n = take_all_ready(batch);
+      } else {
+        while (n < kQuarantineBatch && g_held > 0) {
+          batch[n++] = g_ring[g_oldest];
+          g_oldest = (g_oldest + 1) % kQuarantineHold;
+          --g_held;
+        }
+      }
     }
     if (n == 0) return;
     release(batch, n);

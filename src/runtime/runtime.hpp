@@ -25,6 +25,16 @@ enum class Mode : std::uint8_t { Shadow, Emulate, Off };
 enum class OnError : std::uint8_t { Report, Errhandler, Abort };
 enum class Phase : int { BeforeInit = 0, Running = 1, Finalizing = 2, Finalized = 3 };
 
+// Shadow mode: what the library's create of a keyval was given. keyvals.cpp hands a held library
+// key out again only to a create that would give the library the same.
+struct LibraryArgs {
+  const void* api;        // the wrapper (so the PMPI function and its binding)
+  void* copy_fn;          // a trampoline, or the predefined function the user gave
+  void* delete_fn;
+  bool own_record;        // extra_state was the keyval's KeyRecord (C user callbacks)...
+  std::uint64_t extra_state;  // ... else this, the user's
+};
+
 // What the tool knows about a user keyval: its callbacks, for the trampolines and for naming
 // callbacks in findings (named lazily, only when a finding needs it: dladdr is slow).
 // One per engine keyval slot; reused with the slot.
@@ -36,6 +46,7 @@ struct KeyRecord {
   void* delete_fn = nullptr;
   std::uint64_t extra_state = 0;  // the pointer (C) or the integer (Fortran) the user gave
   Binding lang = Binding::C;      // the callbacks' language
+  LibraryArgs library{};          // shadow mode
 };
 
 // A callback the library (shadow) or the engine (emulate) ran, as the trampoline saw it.
@@ -189,8 +200,14 @@ bool is_predefined_key_slow(int key) noexcept;
 void register_predefined_keys(Engine& e);
 // Shadow mode: a keyval the user freed, whose library free is held back for a while so that the
 // library does not reissue its number at once (keyvals.cpp); all are released at MPI_Finalize.
-void quarantine_keyval(ObjectKind kind, int user_key) noexcept;
+// `engine_id`: the keyval the engine freed, with its slot kept (Engine::free_keyval keep_slot).
+void quarantine_keyval(ObjectKind kind, int user_key, int engine_id) noexcept;
 void release_quarantine() noexcept;
+// A held library key whose quarantine is over, made with the same `args`, renewed for a new keyval
+// (Engine::renew_keyval, in the slot whose KeyRecord the library already has): *user_key the
+// library's number, *engine_id the new keyval. False: none (the caller creates one as usual).
+bool reuse_held_keyval(const LibraryArgs& args, const KeyvalSpec& spec, Origin origin, int* user_key,
+                       int* engine_id) noexcept;
 extern const std::uint64_t g_predefined_small;  // bit k: key k (0..63) is predefined
 extern const bool g_predefined_large;            // some predefined key is outside 0..63 (MPICH)
 inline bool is_predefined_key(int key) noexcept {
