@@ -677,6 +677,14 @@ struct Engine::Impl {
 
   Result free_object(ObjectKind kind, Handle h);
 
+  // Engine::dup_object_ran, Engine::free_object_ran (objects_ran.cpp).
+  bool dup_object_ran(ObjectKind kind, Handle old_h, Handle new_h, const RanCopy* ran, std::size_t n, Origin origin);
+  bool free_object_ran(ObjectKind kind, Handle h, const RanDelete* ran, std::size_t n);
+  // For each record of table `t`, the index of the run in `ran` that matched it (UINT32_MAX: none);
+  // false if a run matches no record or one that another run matched already (lock held).
+  template <typename Run>
+  bool match_runs(const AttrTable* t, const Run* ran, std::size_t n, std::vector<std::uint32_t>* run_of);
+
   Result forget_object(ObjectKind kind, Handle h);
 
   // Releases the keyval references of every attribute of an object about to be unregistered.
