@@ -4,6 +4,7 @@
 // else answers false with nothing changed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -189,6 +190,51 @@ TEST(DupObjectRan, RefusesAnythingButTheRequiredCallsAndChangesNothing) {
   EXPECT_EQ(uses(e, f.u1), 1u);
   EXPECT_EQ(f.calls.copies, 0);
   EXPECT_TRUE(e.dup_object_ran(kComm, kA, kB, good.data(), good.size()));
+}
+
+// Every attribute copied (the one-pass way): copies in the same slots, and a run found wrong
+// part-way through undoes what was copied before it.
+TEST(DupObjectRan, EveryAttributeCopiedInOnePassAndUndoneWhenOneRunIsWrong) {
+  Calls calls;
+  Engine e;
+  std::vector<KeyvalId> keys;
+  for (int i = 0; i < 20; ++i)
+    keys.push_back(make_key(e, &calls, i % 3 ? CopyAction::User : CopyAction::Dup, DeleteAction::User));
+  ASSERT_EQ(e.create_object(kComm, kA).status, Status::Ok);
+  std::vector<RanCopy> ran;
+  std::vector<Attr> want;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    ASSERT_EQ(e.set_attr(kComm, kA, keys[i], Binding::C, 1000 + i).status, Status::Ok);
+    const bool user = i % 3 != 0;
+    if (user) ran.push_back(RanCopy{keys[i], 0, 1, 1000 + i, 2000 + i});
+    want.push_back({keys[i], Binding::C, (user ? 2000u : 1000u) + i, false});
+  }
+  std::reverse(ran.begin(), ran.end());
+  for (std::size_t wrong = 0; wrong < ran.size(); ++wrong) {
+    std::vector<RanCopy> bad = ran;
+    bad[wrong].value_in = 1;
+    EXPECT_FALSE(e.dup_object_ran(kComm, kA, kB, bad.data(), bad.size())) << wrong;
+    EXPECT_FALSE(registered(e, kB));
+    for (const KeyvalId k : keys) EXPECT_EQ(uses(e, k), 1u) << wrong;
+  }
+  ASSERT_TRUE(e.dup_object_ran(kComm, kA, kB, ran.data(), ran.size()));
+  EXPECT_EQ(attrs(e, kB), want);
+  for (const KeyvalId k : keys) {
+    EXPECT_EQ(uses(e, k), 2u);
+    std::uint64_t v = 0;
+    int flag = 0;
+    ASSERT_EQ(e.get_attr(kComm, kB, k, Binding::C, &v, &flag).status, Status::Ok);
+    EXPECT_EQ(flag, 1) << k;
+  }
+  EXPECT_EQ(calls.copies, 0);
+  // Deleting from the copy keeps every other attribute reachable (the probe sequences held).
+  for (std::size_t i = 0; i < keys.size(); i += 2) ASSERT_EQ(e.delete_attr(kComm, kB, keys[i]).status, Status::Ok);
+  for (std::size_t i = 1; i < keys.size(); i += 2) {
+    std::uint64_t v = 0;
+    int flag = 0;
+    ASSERT_EQ(e.get_attr(kComm, kB, keys[i], Binding::C, &v, &flag).status, Status::Ok);
+    EXPECT_EQ(flag, 1) << i;
+  }
 }
 
 TEST(DupObjectRan, FortranValuesAndCallbacksGoTheHostsWay) {

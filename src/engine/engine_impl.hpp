@@ -684,6 +684,10 @@ struct Engine::Impl {
   // with n == 0, a dup or free with no user callback to call. False: nothing changed.
   bool dup_plain(ObjectKind kind, ObjectSlot* old, Handle new_h, const RanCopy* ran, std::size_t n, Origin origin);
   bool free_plain(ObjectSlot* o, std::uint32_t slot, const RanDelete* ran, std::size_t n);
+  int copy_same_slots(const AttrTable* t, AttrTable* ct, const RanCopy* ran, std::size_t n,
+                      const std::uint32_t* run_of, Origin origin);
+  // Releases the keyval references of a table's attributes and clears it (lock held).
+  void drop_table_refs(AttrTable* t);
   // For each record of table `t`, the index of the run in `ran` that matched it (UINT32_MAX: none);
   // false if a run matches no record or one that another run matched already (lock held).
   template <typename Run>
