@@ -174,6 +174,17 @@ struct RanDelete {
   int rc;
 };
 
+// A copy callback call made outside the engine (Engine::dup_object_ran), for the object being
+// duplicated: the keyval, the value it was passed (in the callback's language, as
+// CopyCall::value_in), what it returned, the flag it set and the value it produced.
+struct RanCopy {
+  KeyvalId keyval;
+  int rc;
+  int flag;
+  std::uint64_t value_in;
+  std::uint64_t value_out;
+};
+
 // set_attr's checks of an object and keyval, remembered (Engine::find_set_cursor). Opaque.
 struct SetCursor {
   std::uint64_t layout = 0;       // the layout_version() it holds at
@@ -346,6 +357,19 @@ class Engine {
   // Runs the delete callbacks, newest set first. If one fails the free stops and fails: the
   // object stays registered with the attributes not yet deleted.
   Result free_object(ObjectKind kind, Handle handle, Origin origin = 0);
+  // dup_object and free_object for a host that keeps attributes in another cache too and mirrors
+  // each dup and free it made there (the runtime's shadow mode): that cache has already run the
+  // callbacks, as `ran` (n entries, in any order) describes. They take only the plain case and
+  // call nothing: no callback of this thread runs for the object and no thread is changing it;
+  // every attribute involved holds a C value and its keyval has C callbacks; and exactly the
+  // callbacks the standard requires ran, each once, with the attribute's value, and succeeded
+  // (a copy's flag 0 or 1). Then they do what dup_object / free_object would have done and
+  // return true (a dup keeps the attributes' set order); else they return false with nothing
+  // changed, and the host calls dup_object / free_object, whose invoker can answer from what ran.
+  // The dup also answers false when `new_handle` is already registered.
+  bool dup_object_ran(ObjectKind kind, Handle old_handle, Handle new_handle, const RanCopy* ran, std::size_t n,
+                      Origin origin = 0);
+  bool free_object_ran(ObjectKind kind, Handle handle, const RanDelete* ran, std::size_t n);
   // Unregisters an object without running any callback (the host learnt that the object is gone,
   // e.g. the MPI library freed it on a path the host does not intercept). Its attributes are
   // dropped and stop holding their keyvals.

@@ -688,13 +688,29 @@ struct Engine::Impl {
 
   Result free_object(ObjectKind kind, Handle h);
 
+  // Engine::dup_object_ran, Engine::free_object_ran (objects_ran.cpp).
+  bool dup_object_ran(ObjectKind kind, Handle old_h, Handle new_h, const RanCopy* ran, std::size_t n, Origin origin);
+  bool free_object_ran(ObjectKind kind, Handle h, const RanDelete* ran, std::size_t n);
+  // Their work once the objects are found and may be used (lock held; `old` / `o` not mutating):
+  // with n == 0, a dup or free with no user callback to call. False: nothing changed.
+  bool dup_plain(ObjectKind kind, ObjectSlot* old, Handle new_h, const RanCopy* ran, std::size_t n, Origin origin);
+  bool free_plain(ObjectSlot* o, std::uint32_t slot, const RanDelete* ran, std::size_t n);
+  int copy_same_slots(const AttrTable* t, AttrTable* ct, const RanCopy* ran, std::size_t n,
+                      const std::uint32_t* run_of, Origin origin);
+  // Releases the keyval references of a table's attributes and clears it (lock held).
+  void drop_table_refs(AttrTable* t);
+  // For each record of table `t`, the index of the run in `ran` that matched it (UINT32_MAX: none);
+  // false if a run matches no record or one that another run matched already (lock held).
+  template <typename Run>
+  bool match_runs(const AttrTable* t, const Run* ran, std::size_t n, std::uint32_t* run_of);
+  // Working space of dup_plain / free_plain: a code per slot of a table (lock held).
+  std::vector<std::uint32_t> codes_;
+  std::uint32_t* slot_codes(std::uint32_t capacity);
+
   Result forget_object(ObjectKind kind, Handle h);
 
   // Releases the keyval references of every attribute of an object about to be unregistered.
   void drop_attribute_refs(const ObjectSlot* o);
-
-  // Whether any attribute of the object has a user delete callback to run.
-  bool has_user_delete(const ObjectSlot* o) const noexcept;
 
   FinalizeReport finalize(const FinalizeOptions& options);
 

@@ -52,9 +52,11 @@ Result Engine::Impl::dup_object(ObjectKind kind, Handle old_h, Handle new_h, Ori
     }
     break;
   }
+  ObjectSlot* old = objects_.get(old_slot);
+  // No user copy callback to call: the copy made in one pass (objects_ran.cpp).
+  if (!old->mutating && dup_plain(kind, old, new_h, nullptr, 0, origin)) return {};
   // Hold the old object for the whole dup: another thread that modifies it waits until the
   // copies are made, so no copy callback ever sees a value whose delete callback already ran.
-  ObjectSlot* old = objects_.get(old_slot);
   const void* old_holder = old->mutating;  // this thread, further out, or nobody
   old->mutating = this_thread_token();
   // Snapshot what is to be copied, oldest first, pinning the keyvals. Attributes whose copy
@@ -165,11 +167,7 @@ Result Engine::Impl::free_object(ObjectKind kind, Handle h) {
     break;
   }
   ObjectSlot* o = objects_.get(slot);
-  if (!has_user_delete(o)) {  // nothing to call: release the keyvals and drop the object at once
-    drop_attribute_refs(o);
-    unregister_object(slot);
-    return {};
-  }
+  if (free_plain(o, slot, nullptr, 0)) return {};  // nothing to call: the object dropped at once
   o->mutating = this_thread_token();
   const Result r = delete_all(lk, slot, CallbackCause::Free, true, nullptr);
   if (!r.ok()) {
@@ -209,20 +207,6 @@ void Engine::Impl::drop_attribute_refs(const ObjectSlot* o) {
       unref_keyval(ks);
     }
   }
-}
-
-// Whether any attribute of the object has a user delete callback to run.
-bool Engine::Impl::has_user_delete(const ObjectSlot* o) const noexcept {
-  const AttrTable* t = o->table.load(std::memory_order_relaxed);
-  if (!t) return false;
-  for (std::uint32_t i = 0; i <= t->mask; ++i) {
-    const AttrRec& rec = t->recs[i];
-    const KeyvalId key = rec.key.load(std::memory_order_relaxed);
-    if (key == kEmptyKey || predefined_rec(rec)) continue;
-    const KeyvalSlot* ks = slot_of(key);
-    if (ks && ks->spec.del.action == DeleteAction::User) return true;
-  }
-  return false;
 }
 
 // Public interface.

@@ -208,18 +208,22 @@ inline int run_guarded(CbFrame& frame, int engine_key, bool* threw, Invoke&& inv
   }
 }
 
+// A copy callback that returned an error, or set *flag to neither 0 nor 1 (it did not throw).
+void report_copy_result(int rc, int flag, int key, const void* fn, int engine_key) {
+  if (rc != MPI_SUCCESS) {
+    report_callback_value(Rule::CallbackError, "copy callback", key, " returned ", rc, fn, engine_key);
+  } else if (flag != 0 && flag != 1) {
+    report_callback_value(Rule::CallbackBadFlag, "copy callback", key, " set *flag = ", flag, fn, engine_key);
+  }
+}
+
 int run_copy(ObjectKind kind, Binding lang, void* fn, Handle old, int key, std::uint64_t extra, std::uint64_t in,
              std::uint64_t* out, int* flag, int engine_key) {
   CbFrame frame{fn, old, call_name(), nullptr, key, kind, true, false};
   bool threw = false;
   const int rc = run_guarded(frame, engine_key, &threw,
                              [&] { return call_copy(kind, lang, fn, old, key, extra, in, out, flag); });
-  if (threw) return rc;
-  if (rc != MPI_SUCCESS) {
-    report_callback_value(Rule::CallbackError, "copy callback", key, " returned ", rc, fn, engine_key);
-  } else if (*flag != 0 && *flag != 1) {
-    report_callback_value(Rule::CallbackBadFlag, "copy callback", key, " set *flag = ", *flag, fn, engine_key);
-  }
+  if (!threw) report_copy_result(rc, *flag, key, fn, engine_key);
   return rc;
 }
 
@@ -252,12 +256,11 @@ bool teardown_delete(ObjectKind kind, Handle object) noexcept {
 // to a copy on its stack, gone by the time the run is replayed; the model: to its own cell). If
 // `in` points at the value the model holds, the run is recorded with the model's pointer, so the
 // replay compares like with like; else as passed.
-std::uint64_t as_model_pointer(ObjectKind kind, Handle old, int engine_id, const void* in) noexcept {
+// (The rest of as_model_pointer, out of line: its frame cost ~20 instructions a copy callback.)
+__attribute__((noinline)) std::uint64_t model_pointer_of_fortran(ObjectKind kind, Handle old, int engine_id,
+                                                                 const void* in) noexcept {
   const std::uint64_t passed = reinterpret_cast<std::uintptr_t>(in);
   Engine& e = *state().engine;
-  // Nothing was ever set from Fortran: the model's C read is the value as passed (saves two
-  // get_attr on every copy callback: ~220 instructions, Open MPI shadow dup, callgrind).
-  if (!in || !e.may_hold_fortran_values()) return passed;
   std::uint64_t c_word = 0, f_word = 0;
   int found = 0;
   if (!e.get_attr(kind, old, engine_id, Binding::C, &c_word, &found).ok() || !found || c_word == passed) return passed;
@@ -277,18 +280,34 @@ std::uint64_t as_model_pointer(ObjectKind kind, Handle old, int engine_id, const
   return same ? c_word : passed;
 }
 
+inline std::uint64_t as_model_pointer(ObjectKind kind, Handle old, int engine_id, const void* in) noexcept {
+  // Nothing was ever set from Fortran: the model's C read is the value as passed (saves two
+  // get_attr on every copy callback: ~220 instructions, Open MPI shadow dup, callgrind).
+  if (!in || !state().engine->may_hold_fortran_values()) return reinterpret_cast<std::uintptr_t>(in);
+  return model_pointer_of_fortran(kind, old, engine_id, in);
+}
+
 template <ObjectKind K, typename Obj>
 int trampoline_copy_fn(Obj old, int key, void* extra, void* in, void* out, int* flag) {
+  // (On every attribute of a dup: the C call is made here directly, as run_copy would make it,
+  // without call_copy's dispatch on the binding and kind.)
+  using Fn = int (*)(Obj, int, void*, void*, void*, int*);
   auto* rec = static_cast<KeyRecord*>(extra);
+  const Handle h = handle(old);
+  const int engine_id = rec->engine_id.load(std::memory_order_relaxed);
   std::uint64_t value_out = 0;
-  const int rc = run_copy(K, Binding::C, rec->copy_fn, handle(old), key, rec->extra_state,
-                          reinterpret_cast<std::uintptr_t>(in), &value_out, flag, rec->engine_id.load());
+  CbFrame frame{rec->copy_fn, h, call_name(), nullptr, key, K, true, false};
+  bool threw = false;
+  const int rc = run_guarded(frame, engine_id, &threw, [&] {
+    return reinterpret_cast<Fn>(rec->copy_fn)(old, key, reinterpret_cast<void*>(static_cast<std::uintptr_t>(rec->extra_state)),
+                                              in, &value_out, flag);
+  });
+  if (__builtin_expect(!threw && (rc != MPI_SUCCESS || (*flag != 0 && *flag != 1)), 0))
+    report_copy_result(rc, *flag, key, rec->copy_fn, engine_id);
   if (rc == MPI_SUCCESS && *flag) std::memcpy(out, &value_out, sizeof(void*));
-  if (Replay* r = t_replay) {
-    const int engine_id = rec->engine_id.load(std::memory_order_relaxed);
-    r->seen.push_back(Observation{true, K, handle(old), engine_id, as_model_pointer(K, handle(old), engine_id, in), rc,
-                                  *flag, value_out, false, 0});
-  }
+  if (Replay* r = t_replay)
+    r->seen.emplace_back() = Observation{true, K, h, engine_id, as_model_pointer(K, h, engine_id, in), rc, *flag, value_out,
+                                         false, 0};
   return rc;
 }
 

@@ -71,6 +71,34 @@ void register_new(ObjectKind kind, Handle h, Origin origin) {
   if (s == Status::CapacityExhausted) object_limit();
 }
 
+// The engine's mirror of a dup or free the library made, when the replay holds only the callbacks
+// the library ran for that object (Engine::dup_object_ran / free_object_ran take the plain case
+// from them in one pass, without replaying them one by one). True: mirrored, and every callback
+// seen is accounted for; false: nothing changed (mirror through the replay).
+thread_local std::vector<RanCopy> t_ran_copies;
+thread_local std::vector<RanDelete> t_ran_deletes;
+
+bool dup_ran(ObjectKind kind, Handle old, Handle fresh, Replay& replay, Origin origin) {
+  std::vector<RanCopy>& ran = t_ran_copies;
+  ran.clear();
+  for (const Observation& o : replay.seen) {
+    if (!o.copy || o.kind != kind || o.object != old) return false;
+    ran.push_back(RanCopy{o.engine_id, o.rc, o.flag, o.value_in, o.value_out});
+  }
+  return state().engine->dup_object_ran(kind, old, fresh, ran.data(), ran.size(), origin);
+}
+
+bool free_ran(ObjectKind kind, Handle h, Replay& replay) {
+  if (replay.has_ordered_object) return false;
+  std::vector<RanDelete>& ran = t_ran_deletes;
+  ran.clear();
+  for (const Observation& o : replay.seen) {
+    if (o.copy || o.kind != kind || o.object != h) return false;
+    ran.push_back(RanDelete{o.object, o.engine_id, o.value_in, o.rc});
+  }
+  return state().engine->free_object_ran(kind, h, ran.data(), ran.size());
+}
+
 // A handle the library will never hand out, for mirroring a dup the library refused.
 Handle scratch_handle() {
   static std::atomic<std::uint64_t> next{1};
@@ -121,6 +149,10 @@ int on_dup(const Call& call, Handle old, const FnRef<int(Handle*)>& forward, con
     wait_for_free_of(fresh);
     note_created(kind, fresh);
     e.forget_object(kind, fresh);  // a stale registration of a reused handle, if any
+    if (dup_ran(kind, old, fresh, replay.replay(), origin_site(call))) {
+      replay.dismiss();
+      return rc;
+    }
     res = e.dup_object(kind, old, fresh, origin_site(call));
     if (res.status == Status::CapacityExhausted) {  // the new object goes unchecked
       replay.replay().lenient = true;
@@ -244,6 +276,12 @@ int on_free(const Call& call, Handle h, const FnRef<int()>& forward) {
   FreeWindow window(h);
   ReplayScope replay(call, false);
   rc = forward();
+  if (rc == MPI_SUCCESS && free_ran(kind, h, replay.replay())) {
+    replay.dismiss();
+    note_freed(kind, h);
+    forget_references(kind, h);
+    return rc;
+  }
   if (rc != MPI_SUCCESS) replay.replay().lenient = true;
   // A handle the tool never saw made, and the library refuses it: nothing was known to diverge
   // from (e.g. the handle Open MPI leaves behind after a failed MPI_Type_dup).
