@@ -1842,10 +1842,9 @@ TEST(SetAttrAt, ReplacingRunsTheOldValuesDeleteCallbackWhichMayChangeOtherObject
     return 0;
   };
   const SetCursor c = cursor_for(e, kComm, kA, k);
-  Result res;
-  std::uint64_t version = 0;
-  ASSERT_TRUE(e.set_attr_at(c, Binding::C, 2, 5, &res, &version));
-  EXPECT_EQ(res, kOk);
+  AtOutcome out;
+  ASSERT_TRUE(e.set_attr_at(c, Binding::C, 2, 5, &out));
+  EXPECT_EQ(out.result, kOk);
   EXPECT_EQ(log, (Log{{'D', "k", kA, k, 1}}));
   ASSERT_EQ(w.obs.events.size(), 1u);
   expect_event(w.obs.events[0], CallbackCause::Set, kComm, kA, k);
@@ -1854,13 +1853,13 @@ TEST(SetAttrAt, ReplacingRunsTheOldValuesDeleteCallbackWhichMayChangeOtherObject
   EXPECT_EQ(get_c(e, kComm, kB, plain), 7u);
   EXPECT_EQ(keys_of(e, kComm, kA), (Keys{plain, k}));
   EXPECT_EQ(e.attributes(kComm, kA)[1].set_at, 5u);
-  EXPECT_EQ(version, e.version());
+  EXPECT_EQ(out.version, e.version());
   EXPECT_EQ(info_of(e, k).attributes, 1u);
   // A failing callback vetoes the set: the old value stays.
   r.on_del = nullptr;
   r.del_rc = 6;
-  ASSERT_TRUE(e.set_attr_at(c, Binding::C, 4, 0, &res, &version));
-  EXPECT_EQ(res, R(Status::CallbackFailed, 6));
+  ASSERT_TRUE(e.set_attr_at(c, Binding::C, 4, 0, &out));
+  EXPECT_EQ(out.result, R(Status::CallbackFailed, 6));
   EXPECT_EQ(get_c(e, kComm, kA, k), 2u);
   EXPECT_EQ(info_of(e, k).attributes, 1u);
 }
@@ -1876,14 +1875,15 @@ TEST(SetAttrAt, AKeyvalFreedInItsDeleteCallbackLastsUntilItsLastAttributeGoes) {
   const SetCursor c = cursor_for(e, kComm, kA, k);
   bool freed = false;
   r.on_del = [&](Handle, KeyvalId, std::uint64_t) {
-    if (!freed) EXPECT_EQ(e.free_keyval(kComm, &held), kOk);
+    if (!freed) {
+      EXPECT_EQ(e.free_keyval(kComm, &held), kOk);
+    }
     freed = true;
     return 0;
   };
-  Result res;
-  std::uint64_t version = 0;
-  ASSERT_TRUE(e.set_attr_at(c, Binding::C, 2, 0, &res, &version));  // (the free moves the layout)
-  EXPECT_EQ(res, kOk);
+  AtOutcome out;
+  ASSERT_TRUE(e.set_attr_at(c, Binding::C, 2, 0, &out));  // (the free moves the layout)
+  EXPECT_EQ(out.result, kOk);
   ASSERT_EQ(e.attributes(kComm, kA).size(), 1u);
   EXPECT_EQ(e.attributes(kComm, kA)[0].value, 2u);
   EXPECT_TRUE(info_of(e, k).user_freed);
@@ -1903,11 +1903,10 @@ TEST(DeleteAttrAt, RunsTheDeleteCallbackThenErasesAndAFailureKeepsTheAttribute) 
   create(e, kComm, {kA, kB});
   set_all(e, kComm, kA, {{k, 1}, {plain, 2}});
   const SetCursor c = cursor_for(e, kComm, kA, k);
-  Result res;
-  std::uint64_t version = 0;
+  AtOutcome out;
   r.del_rc = 4;
-  ASSERT_TRUE(e.delete_attr_at(c, &res, &version));
-  EXPECT_EQ(res, R(Status::CallbackFailed, 4));
+  ASSERT_TRUE(e.delete_attr_at(c, &out));
+  EXPECT_EQ(out.result, R(Status::CallbackFailed, 4));
   EXPECT_EQ(get_c(e, kComm, kA, k), 1u);
   r.del_rc = 0;
   r.on_del = [&](Handle, KeyvalId, std::uint64_t) {
@@ -1915,9 +1914,9 @@ TEST(DeleteAttrAt, RunsTheDeleteCallbackThenErasesAndAFailureKeepsTheAttribute) 
     EXPECT_EQ(e.delete_attr(kComm, kA, plain), R(Status::Reentrant));
     return 0;
   };
-  ASSERT_TRUE(e.delete_attr_at(c, &res, &version));
-  EXPECT_EQ(res, kOk);
-  EXPECT_EQ(version, e.version());
+  ASSERT_TRUE(e.delete_attr_at(c, &out));
+  EXPECT_EQ(out.result, kOk);
+  EXPECT_EQ(out.version, e.version());
   EXPECT_FALSE(has_attr(e, kComm, kA, k));
   EXPECT_EQ(get_c(e, kComm, kA, plain), 2u);
   EXPECT_EQ(get_c(e, kComm, kB, k), 8u);
@@ -1926,7 +1925,7 @@ TEST(DeleteAttrAt, RunsTheDeleteCallbackThenErasesAndAFailureKeepsTheAttribute) 
   ASSERT_EQ(w.obs.events.size(), 2u);
   expect_event(w.obs.events[1], CallbackCause::Delete, kComm, kA, k);
   // Absent now: the cursor's delete says so by not serving.
-  EXPECT_FALSE(e.delete_attr_at(c, &res, &version));
+  EXPECT_FALSE(e.delete_attr_at(c, &out));
 }
 
 // ---- delete_attr_ran: mirroring a delete whose callback ran elsewhere --------------------------

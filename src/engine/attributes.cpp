@@ -22,7 +22,9 @@ Result Engine::Impl::set_attr(ObjectKind kind, Handle h, KeyvalId key, Binding f
 // call cost ~30 instructions a set, callgrind).
 [[gnu::always_inline]] inline Result Engine::Impl::set_located(ObjectSlot* o, KeyvalSlot* k, KeyvalId key,
                                                               Binding from, std::uint64_t value, Origin origin) {
-  AttrRec* rec = find_attr(o->table.load(std::memory_order_relaxed), key);
+  AttrTable* const t = o->table.load(std::memory_order_relaxed);
+  AttrRec* empty;
+  AttrRec* rec = find_attr_or_empty(t, key, &empty);
   if (rec && k->spec.del.action == DeleteAction::User) {
     // Replace: the old value's delete callback runs first, and may veto the set.
     const Result r = run_user_delete(o, k, &rec, CallbackCause::Set);
@@ -39,13 +41,25 @@ Result Engine::Impl::set_attr(ObjectKind kind, Handle h, KeyvalId key, Binding f
   // set + delete ~25 instructions, callgrind).
   if (!rec && from == Binding::C) {
     WriteSection ws(seq_);
-    rec = insert_slot(o, key);
+    // (Where the lookup's probe ended, unless the table must grow: one probe, not two.)
+    if (__builtin_expect(empty && (t->count + 1) * 4 <= t->capacity() * 3, 1)) {
+      ++t->count;
+      rec = empty;
+    } else {
+      rec = insert_slot(o, key);
+    }
     rec->key.store(key, std::memory_order_relaxed);
     store_value(o, rec, static_cast<std::uint32_t>(Binding::C), value, origin);
     ++k->attributes;
     return {};
   }
   return store_set(o, k, rec, key, from, value, origin);
+}
+
+// The value of attribute `r` as keyval k's callbacks are passed it, where either side is Fortran.
+// (Out of line: run_user_delete's frame stays small.)
+[[gnu::noinline]] std::uint64_t Engine::Impl::callback_word(const AttrRec& r, const KeyvalSlot* k) const {
+  return translate(repr_of(r), r.value.load(std::memory_order_relaxed), cell_at(r.cell()), k->spec.lang).word;
 }
 
 // A set's or a delete's run of the delete callback (keyval k's User action) for attribute *rec of
@@ -61,7 +75,7 @@ Result Engine::Impl::run_user_delete(ObjectSlot* o, KeyvalSlot* k, AttrRec** rec
   const KeyvalId key = r.key.load(std::memory_order_relaxed);
   const Binding repr = repr_of(r);
   std::uint64_t word = r.value.load(std::memory_order_relaxed);
-  if (repr != Binding::C || k->spec.lang != Binding::C) word = translate(repr, word, cell_at(r.cell()), k->spec.lang).word;
+  if (__builtin_expect(repr != Binding::C || k->spec.lang != Binding::C, 0)) word = callback_word(r, k);
   const DeleteCall call{o->kind, o->handle, key, k->spec.lang, k->spec.del.fn, k->spec.extra_state, word, cause, repr};
   o->mutating = this_thread_token();
   const std::uint64_t before = seq_.load(std::memory_order_relaxed);
@@ -88,15 +102,14 @@ Result Engine::Impl::run_user_delete(ObjectSlot* o, KeyvalSlot* k, AttrRec** rec
 }
 
 // Engine::set_attr_at: set_attr with the cursor standing for the lookups of the object and keyval.
-bool Engine::Impl::set_attr_at(const SetCursor& c, Binding from, std::uint64_t value, Origin origin, Result* result,
-                               std::uint64_t* version) {
+bool Engine::Impl::set_attr_at(const SetCursor& c, Binding from, std::uint64_t value, Origin origin, AtOutcome* out) {
   value = normalise(from, value);
-  Lock lk(mu_);
+  std::lock_guard<SpinLock> lk(mu_);
   ObjectSlot* o = cursor_object(c);
   if (!o) return false;
   auto* k = static_cast<KeyvalSlot*>(const_cast<void*>(c.keyval));
-  *result = set_located(o, k, k->id.load(std::memory_order_relaxed), from, value, origin);
-  *version = seq_.load(std::memory_order_relaxed);
+  out->result = set_located(o, k, k->id.load(std::memory_order_relaxed), from, value, origin);
+  out->version = seq_.load(std::memory_order_relaxed);
   return true;
 }
 
@@ -328,15 +341,15 @@ Result Engine::Impl::delete_with_callback(ObjectSlot* o, KeyvalSlot* k, AttrRec*
 
 // Engine::delete_attr_at: delete_attr with the cursor standing for the lookups of the object and
 // keyval.
-bool Engine::Impl::delete_attr_at(const SetCursor& c, Result* result, std::uint64_t* version) {
-  Lock lk(mu_);
+bool Engine::Impl::delete_attr_at(const SetCursor& c, AtOutcome* out) {
+  std::lock_guard<SpinLock> lk(mu_);
   ObjectSlot* o = cursor_object(c);
   if (!o) return false;
   auto* k = static_cast<KeyvalSlot*>(const_cast<void*>(c.keyval));
   AttrRec* rec = find_attr(o->table.load(std::memory_order_relaxed), k->id.load(std::memory_order_relaxed));
   if (!rec) return false;  // absent: delete_attr says so
-  *result = delete_located(o, k, rec);
-  *version = seq_.load(std::memory_order_relaxed);
+  out->result = delete_located(o, k, rec);
+  out->version = seq_.load(std::memory_order_relaxed);
   return true;
 }
 
@@ -363,13 +376,10 @@ bool Engine::find_set_cursor(ObjectKind kind, Handle handle, KeyvalId keyval, st
                              SetCursor* out, bool* user_delete) const {
   return impl_->find_set_cursor(kind, handle, keyval, layout, out, user_delete);
 }
-bool Engine::set_attr_at(const SetCursor& cursor, Binding from, std::uint64_t value, Origin origin, Result* result,
-                         std::uint64_t* version) {
-  return impl_->set_attr_at(cursor, from, value, origin, result, version);
+bool Engine::set_attr_at(const SetCursor& cursor, Binding from, std::uint64_t value, Origin origin, AtOutcome* out) {
+  return impl_->set_attr_at(cursor, from, value, origin, out);
 }
-bool Engine::delete_attr_at(const SetCursor& cursor, Result* result, std::uint64_t* version) {
-  return impl_->delete_attr_at(cursor, result, version);
-}
+bool Engine::delete_attr_at(const SetCursor& cursor, AtOutcome* out) { return impl_->delete_attr_at(cursor, out); }
 bool Engine::delete_attr_ran(const SetCursor& cursor, const RanDelete* ran, std::uint64_t* version) {
   return impl_->delete_attr_ran(cursor, ran, version);
 }

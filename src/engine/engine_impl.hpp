@@ -242,6 +242,22 @@ struct Engine::Impl {
     return all_tables_.back().get();
   }
 
+  // find_attr that also says where a miss would insert `key` (*empty: the free record its probe
+  // ended on; nullptr without a table), so that a set of a new attribute probes once.
+  static AttrRec* find_attr_or_empty(AttrTable* t, KeyvalId key, AttrRec** empty) noexcept {
+    *empty = nullptr;
+    if (!t) return nullptr;
+    std::uint32_t i = t->home(key);
+    for (std::uint32_t n = 0; n <= t->mask; ++n, i = (i + 1) & t->mask) {
+      const KeyvalId k = t->recs[i].key.load(std::memory_order_relaxed);
+      if (k == key) return &t->recs[i];
+      if (k == kEmptyKey) {
+        *empty = &t->recs[i];
+        return nullptr;
+      }
+    }
+    return nullptr;
+  }
   static AttrRec* find_attr(AttrTable* t, KeyvalId key) noexcept {
     if (!t) return nullptr;
     std::uint32_t i = t->home(key);
@@ -415,7 +431,7 @@ struct Engine::Impl {
     lk.lock();
   }
 
-  void notify(const CallbackEvent& e) {
+  [[gnu::noinline]] void notify(const CallbackEvent& e) {
     if (!config.observer) return;
     try {
       config.observer->on_callback(e);
@@ -624,23 +640,23 @@ struct Engine::Impl {
   Result set_located(ObjectSlot* o, KeyvalSlot* k, KeyvalId key, Binding from, std::uint64_t value,
                      Origin origin);
   Result run_user_delete(ObjectSlot* o, KeyvalSlot* k, AttrRec** rec, CallbackCause cause);
+  std::uint64_t callback_word(const AttrRec& r, const KeyvalSlot* k) const;
   Result delete_with_callback(ObjectSlot* o, KeyvalSlot* k, AttrRec* rec);
   Result delete_located(ObjectSlot* o, KeyvalSlot* k, AttrRec* rec);
   // The cursor's object, if the cursor still stands for a modifying call's checks (the layout
   // reads the same: no object or keyval came or went) and the call may proceed without waiting
   // (no callback of this thread runs for the object, no thread is changing it); else nullptr
   // (lock held).
+  // (No test of finalized_: finalize moves the layout, and no cursor is found after it.)
   ObjectSlot* cursor_object(const SetCursor& c) const {
-    if (!c.object || layout_.load(std::memory_order_relaxed) != c.layout || finalized_.load(std::memory_order_relaxed))
-      return nullptr;
+    if (!c.object || layout_.load(std::memory_order_relaxed) != c.layout) return nullptr;
     auto* o = static_cast<ObjectSlot*>(const_cast<void*>(c.object));
     if (o->mutating || (t_depth > 0 && in_callback_for(this, o->index))) return nullptr;
     return o;
   }
   // Engine::set_attr_at, Engine::delete_attr_at.
-  bool set_attr_at(const SetCursor& c, Binding from, std::uint64_t value, Origin origin, Result* result,
-                   std::uint64_t* version);
-  bool delete_attr_at(const SetCursor& c, Result* result, std::uint64_t* version);
+  bool set_attr_at(const SetCursor& c, Binding from, std::uint64_t value, Origin origin, AtOutcome* out);
+  bool delete_attr_at(const SetCursor& c, AtOutcome* out);
 
   // Engine::find_set_cursor: set_attr's checks, remembered.
   bool find_set_cursor(ObjectKind kind, Handle h, KeyvalId key, std::uint64_t layout, SetCursor* out,

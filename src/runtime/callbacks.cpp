@@ -527,6 +527,12 @@ class RuntimeInvoker final : public CallbackInvoker {
       CbFrame frame{c.fn, c.object, call_name(), nullptr, c.keyval, c.kind, false, false};
       return run_delete_as(frame, c.keyval, [&] { return call_c_delete(c.kind, c.fn, c.object, c.keyval, c.value, c.extra_state); });
     }
+    return del_other(c);
+  }
+
+ private:
+  // A Fortran callback, or MPI_Finalize's. (Out of line: the common case's frame stays small.)
+  [[gnu::noinline]] static int del_other(const DeleteCall& c) {
     const bool teardown = c.cause == CallbackCause::Finalize && c.object == state().world;
     return run_delete(c.kind, c.lang, c.fn, c.object, c.keyval, c.value, c.extra_state, teardown, c.keyval);
   }
