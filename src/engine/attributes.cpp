@@ -340,15 +340,35 @@ Result Engine::Impl::delete_with_callback(ObjectSlot* o, KeyvalSlot* k, AttrRec*
 }
 
 // Engine::delete_attr_at: delete_attr with the cursor standing for the lookups of the object and
-// keyval.
+// keyval. Written so that its common case (no delete callback) calls nothing: the lock taken and
+// released directly, everything else out of line, so the function saves no registers (~20
+// instructions a delete, callgrind).
 bool Engine::Impl::delete_attr_at(const SetCursor& c, AtOutcome* out) {
-  std::lock_guard<SpinLock> lk(mu_);
-  ObjectSlot* o = cursor_object(c);
-  if (!o) return false;
-  auto* k = static_cast<KeyvalSlot*>(const_cast<void*>(c.keyval));
-  AttrRec* rec = find_attr(o->table.load(std::memory_order_relaxed), k->id.load(std::memory_order_relaxed));
-  if (!rec) return false;  // absent: delete_attr says so
-  out->result = delete_located(o, k, rec);
+  mu_.lock();
+  ObjectSlot* const o = cursor_object(c);
+  KeyvalSlot* const k = static_cast<KeyvalSlot*>(const_cast<void*>(c.keyval));
+  AttrRec* const rec = o ? find_attr(o->table.load(std::memory_order_relaxed), k->id.load(std::memory_order_relaxed)) : nullptr;
+  if (!rec) {  // the cursor no longer serves, or absent: delete_attr decides, or says so
+    mu_.unlock();
+    return false;
+  }
+  if (k->spec.del.action != DeleteAction::NullDelete) return delete_at_with_callback(o, k, rec, out);
+  {
+    WriteSection ws(seq_);
+    erase_attr(o, rec);
+  }
+  --k->attributes;
+  if (__builtin_expect(k->state.load(std::memory_order_relaxed) == kKeyFreed, 0)) unref_keyval_out_of_line(k);
+  out->result = {};
+  out->version = seq_.load(std::memory_order_relaxed);
+  mu_.unlock();
+  return true;
+}
+
+// delete_attr_at with a delete callback to run (lock held; released here).
+bool Engine::Impl::delete_at_with_callback(ObjectSlot* o, KeyvalSlot* k, AttrRec* rec, AtOutcome* out) {
+  std::lock_guard<SpinLock> lk(mu_, std::adopt_lock);
+  out->result = delete_with_callback(o, k, rec);
   out->version = seq_.load(std::memory_order_relaxed);
   return true;
 }

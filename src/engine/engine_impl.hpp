@@ -124,6 +124,7 @@ struct Engine::Impl {
     return Status::Ok;
   }
 
+  [[gnu::noinline]] void unref_keyval_out_of_line(KeyvalSlot* k) { unref_keyval(k); }
   void unref_keyval(KeyvalSlot* k) {
     if (k->state.load(std::memory_order_relaxed) == kKeyFreed && k->attributes == 0 && k->pins == 0) {
       WriteSection ws(seq_, &layout_);
@@ -642,6 +643,7 @@ struct Engine::Impl {
   Result run_user_delete(ObjectSlot* o, KeyvalSlot* k, AttrRec** rec, CallbackCause cause);
   std::uint64_t callback_word(const AttrRec& r, const KeyvalSlot* k) const;
   Result delete_with_callback(ObjectSlot* o, KeyvalSlot* k, AttrRec* rec);
+  bool delete_at_with_callback(ObjectSlot* o, KeyvalSlot* k, AttrRec* rec, AtOutcome* out);
   Result delete_located(ObjectSlot* o, KeyvalSlot* k, AttrRec* rec);
   // The cursor's object, if the cursor still stands for a modifying call's checks (the layout
   // reads the same: no object or keyval came or went) and the call may proceed without waiting
