@@ -1902,6 +1902,111 @@ TEST(SetAttrRan, ACursorHoldsOnlyWhileTheLayoutDoes) {
   EXPECT_FALSE(e.find_set_cursor(kComm, kA, k, e.layout_version(), &none));  // freed object
 }
 
+// ---- set_attr_at / delete_attr_at: emulated sets and deletes through a cursor ------------------
+
+// The replaced value's delete callback runs with the old value, outside the lock (it may change
+// other objects, which moves the engine's version: the set still lands on its attribute), and
+// its failure vetoes the set.
+TEST(SetAttrAt, ReplacingRunsTheOldValuesDeleteCallbackWhichMayChangeOtherObjects) {
+  Watched w;
+  Engine& e = w.e;
+  Log log;
+  Rec r(&log, "k");
+  KeyvalId k = make_key(e, user_spec(&r)), plain = make_key(e, plain_spec());
+  create(e, kComm, {kA, kB});
+  set_all(e, kComm, kA, {{plain, 9}, {k, 1}});
+  r.on_del = [&](Handle, KeyvalId, std::uint64_t) {
+    for (std::uint64_t i = 0; i < 8; ++i) EXPECT_EQ(e.set_attr(kComm, kB, plain, Binding::C, i), kOk);
+    EXPECT_EQ(e.set_attr(kComm, kA, plain, Binding::C, 3), R(Status::Reentrant));
+    return 0;
+  };
+  const SetCursor c = cursor_for(e, kComm, kA, k);
+  AtOutcome out;
+  ASSERT_TRUE(e.set_attr_at(c, Binding::C, 2, 5, &out));
+  EXPECT_EQ(out.result, kOk);
+  EXPECT_EQ(log, (Log{{'D', "k", kA, k, 1}}));
+  ASSERT_EQ(w.obs.events.size(), 1u);
+  expect_event(w.obs.events[0], CallbackCause::Set, kComm, kA, k);
+  EXPECT_EQ(get_c(e, kComm, kA, k), 2u);
+  EXPECT_EQ(get_c(e, kComm, kA, plain), 9u);
+  EXPECT_EQ(get_c(e, kComm, kB, plain), 7u);
+  EXPECT_EQ(keys_of(e, kComm, kA), (Keys{plain, k}));
+  EXPECT_EQ(e.attributes(kComm, kA)[1].set_at, 5u);
+  EXPECT_EQ(out.version, e.version());
+  EXPECT_EQ(info_of(e, k).attributes, 1u);
+  // A failing callback vetoes the set: the old value stays.
+  r.on_del = nullptr;
+  r.del_rc = 6;
+  ASSERT_TRUE(e.set_attr_at(c, Binding::C, 4, 0, &out));
+  EXPECT_EQ(out.result, R(Status::CallbackFailed, 6));
+  EXPECT_EQ(get_c(e, kComm, kA, k), 2u);
+  EXPECT_EQ(info_of(e, k).attributes, 1u);
+}
+
+// A keyval freed by its own delete callback during a replace lives on while its attribute does.
+TEST(SetAttrAt, AKeyvalFreedInItsDeleteCallbackLastsUntilItsLastAttributeGoes) {
+  Engine e;
+  Rec r(nullptr, "k");
+  KeyvalId k = make_key(e, user_spec(&r));
+  KeyvalId held = k;
+  create(e, kComm, {kA});
+  ASSERT_EQ(e.set_attr(kComm, kA, k, Binding::C, 1), kOk);
+  const SetCursor c = cursor_for(e, kComm, kA, k);
+  bool freed = false;
+  r.on_del = [&](Handle, KeyvalId, std::uint64_t) {
+    if (!freed) {
+      EXPECT_EQ(e.free_keyval(kComm, &held), kOk);
+    }
+    freed = true;
+    return 0;
+  };
+  AtOutcome out;
+  ASSERT_TRUE(e.set_attr_at(c, Binding::C, 2, 0, &out));  // (the free moves the layout)
+  EXPECT_EQ(out.result, kOk);
+  ASSERT_EQ(e.attributes(kComm, kA).size(), 1u);
+  EXPECT_EQ(e.attributes(kComm, kA)[0].value, 2u);
+  EXPECT_TRUE(info_of(e, k).user_freed);
+  EXPECT_FALSE(info_of(e, k).destroyed);
+  EXPECT_EQ(info_of(e, k).attributes, 1u);
+  EXPECT_EQ(e.free_object(kComm, kA), kOk);  // (a freed keyval's attribute goes with its object)
+  EXPECT_TRUE(info_of(e, k).destroyed);
+  EXPECT_EQ(r.deletes, 2);
+}
+
+TEST(DeleteAttrAt, RunsTheDeleteCallbackThenErasesAndAFailureKeepsTheAttribute) {
+  Watched w;
+  Engine& e = w.e;
+  Log log;
+  Rec r(&log, "k");
+  KeyvalId k = make_key(e, user_spec(&r)), plain = make_key(e, plain_spec());
+  create(e, kComm, {kA, kB});
+  set_all(e, kComm, kA, {{k, 1}, {plain, 2}});
+  const SetCursor c = cursor_for(e, kComm, kA, k);
+  AtOutcome out;
+  r.del_rc = 4;
+  ASSERT_TRUE(e.delete_attr_at(c, &out));
+  EXPECT_EQ(out.result, R(Status::CallbackFailed, 4));
+  EXPECT_EQ(get_c(e, kComm, kA, k), 1u);
+  r.del_rc = 0;
+  r.on_del = [&](Handle, KeyvalId, std::uint64_t) {
+    EXPECT_EQ(e.set_attr(kComm, kB, k, Binding::C, 8), kOk);  // another object: allowed
+    EXPECT_EQ(e.delete_attr(kComm, kA, plain), R(Status::Reentrant));
+    return 0;
+  };
+  ASSERT_TRUE(e.delete_attr_at(c, &out));
+  EXPECT_EQ(out.result, kOk);
+  EXPECT_EQ(out.version, e.version());
+  EXPECT_FALSE(has_attr(e, kComm, kA, k));
+  EXPECT_EQ(get_c(e, kComm, kA, plain), 2u);
+  EXPECT_EQ(get_c(e, kComm, kB, k), 8u);
+  EXPECT_EQ(info_of(e, k).attributes, 1u);
+  EXPECT_EQ(log, (Log{{'D', "k", kA, k, 1}, {'D', "k", kA, k, 1}}));
+  ASSERT_EQ(w.obs.events.size(), 2u);
+  expect_event(w.obs.events[1], CallbackCause::Delete, kComm, kA, k);
+  // Absent now: the cursor's delete says so by not serving.
+  EXPECT_FALSE(e.delete_attr_at(c, &out));
+}
+
 // ---- delete_attr_ran: mirroring a delete whose callback ran elsewhere --------------------------
 
 TEST(DeleteAttrRan, DeletesAsDeleteAttrWouldWithoutCallingAnything) {

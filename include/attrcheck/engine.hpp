@@ -192,6 +192,14 @@ struct SetCursor {
   const void* keyval = nullptr;   // and of the keyval
 };
 
+// What a set or delete through a cursor did (Engine::set_attr_at, delete_attr_at): its result,
+// and version() right after it. (One out-parameter: set_attr_at's arguments all fit in
+// registers, so Engine's forwarder to its implementation is a jump.)
+struct AtOutcome {
+  Result result;
+  std::uint64_t version = 0;
+};
+
 // How the engine calls user callbacks. The runtime installs one that calls C or Fortran
 // functions with real MPI handles; the default (NativeInvoker) calls engine-native C functions.
 // A copy callback writes its new value and flag; for a C callback *value_out is the address word,
@@ -401,12 +409,12 @@ class Engine {
   // set_attr and delete_attr for a host that remembers the checks of a query (the runtime's
   // emulate mode): the cursor (find_set_cursor) stands for the lookups of the object and keyval
   // while the layout reads the same. The rest is as set_attr / delete_attr, callbacks included:
-  // *result is their result, *version version() right after. False, with nothing changed, when
-  // the cursor no longer holds, a callback of this thread runs for the object, another thread
-  // is changing it, or (delete) the attribute is absent: then call set_attr / delete_attr.
-  bool set_attr_at(const SetCursor& cursor, Binding from, std::uint64_t value, Origin origin, Result* result,
-                   std::uint64_t* version);
-  bool delete_attr_at(const SetCursor& cursor, Result* result, std::uint64_t* version);
+  // out->result is their result, out->version version() right after. False, with nothing
+  // changed, when the cursor no longer holds, a callback of this thread runs for the object,
+  // another thread is changing it, or (delete) the attribute is absent: then call set_attr /
+  // delete_attr.
+  bool set_attr_at(const SetCursor& cursor, Binding from, std::uint64_t value, Origin origin, AtOutcome* out);
+  bool delete_attr_at(const SetCursor& cursor, AtOutcome* out);
   // The object and keyval a set of (kind, handle, keyval) would use, for set_attr_ran; false when
   // set_attr would refuse the call (unknown or null object, invalid, freed or predefined keyval,
   // a keyval of another kind, finalized). `layout`: a layout_version() read before this call; the

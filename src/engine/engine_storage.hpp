@@ -37,6 +37,11 @@ class SpinLock {
  public:
   void lock() noexcept {
     if (!enabled_.load(std::memory_order_relaxed)) return;
+    if (__builtin_expect(!locked_.exchange(true, std::memory_order_acquire), 1)) return;
+    wait();
+  }
+  // lock() when another thread holds it. (Out of line: the callers' frames stay small.)
+  [[gnu::noinline]] void wait() noexcept {
     for (unsigned spins = 0;; ++spins) {
       if (!locked_.exchange(true, std::memory_order_acquire)) return;
       while (locked_.load(std::memory_order_relaxed)) {

@@ -157,19 +157,22 @@ int call_copy(ObjectKind kind, Binding lang, void* fn, Handle old, int key, std:
   return ierr;
 }
 
-int call_delete(ObjectKind kind, Binding lang, void* fn, Handle object, int key, std::uint64_t value, std::uint64_t extra) {
-  if (lang == Binding::C) {
-    void* const extra_ptr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(extra));
-    void* const value_ptr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(value));
-    switch (kind) {
-      case ObjectKind::Comm:
-        return reinterpret_cast<MPI_Comm_delete_attr_function*>(fn)(from_handle<MPI_Comm>(object), key, value_ptr, extra_ptr);
-      case ObjectKind::Type:
-        return reinterpret_cast<MPI_Type_delete_attr_function*>(fn)(from_handle<MPI_Datatype>(object), key, value_ptr, extra_ptr);
-      default:
-        return reinterpret_cast<MPI_Win_delete_attr_function*>(fn)(from_handle<MPI_Win>(object), key, value_ptr, extra_ptr);
-    }
+// A C delete callback's call.
+inline int call_c_delete(ObjectKind kind, void* fn, Handle object, int key, std::uint64_t value, std::uint64_t extra) {
+  void* const extra_ptr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(extra));
+  void* const value_ptr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(value));
+  switch (kind) {
+    case ObjectKind::Comm:
+      return reinterpret_cast<MPI_Comm_delete_attr_function*>(fn)(from_handle<MPI_Comm>(object), key, value_ptr, extra_ptr);
+    case ObjectKind::Type:
+      return reinterpret_cast<MPI_Type_delete_attr_function*>(fn)(from_handle<MPI_Datatype>(object), key, value_ptr, extra_ptr);
+    default:
+      return reinterpret_cast<MPI_Win_delete_attr_function*>(fn)(from_handle<MPI_Win>(object), key, value_ptr, extra_ptr);
   }
+}
+
+int call_delete(ObjectKind kind, Binding lang, void* fn, Handle object, int key, std::uint64_t value, std::uint64_t extra) {
+  if (lang == Binding::C) return call_c_delete(kind, fn, object, key, value, extra);
   MPI_Fint fobject = fortran_handle(kind, object), fkey = key, ierr = MPI_SUCCESS;
   if (lang == Binding::FortranAint) {
     MPI_Aint v = static_cast<MPI_Aint>(value), e = static_cast<MPI_Aint>(extra);
@@ -465,7 +468,8 @@ int replay_copy(Replay& r, const CopyCall& c, std::uint64_t* out, int* flag) {
   return MPI_SUCCESS;
 }
 
-int replay_delete(Replay& r, const DeleteCall& c) {
+// (Out of line: inlined, its frame was set up on every emulated delete callback too.)
+[[gnu::noinline]] int replay_delete(Replay& r, const DeleteCall& c) {
   const KeyRecord* rec = record_for(c.keyval);
   const int user_key = rec ? rec->user_id : c.keyval;
   if (r.has_ordered_object && c.object == r.ordered_object) {
@@ -535,6 +539,19 @@ class RuntimeInvoker final : public CallbackInvoker {
   }
   int del(const DeleteCall& c) override {
     if (Replay* r = t_replay) return replay_delete(*r, c);
+    // The common case, a C callback outside MPI_Finalize (a set's or a delete's, a free's): no
+    // teardown test, and the call made as the trampolines make it, without call_delete's test of
+    // the language (emulate set [user] ~15 instructions less, callgrind).
+    if (__builtin_expect(c.lang == Binding::C && c.cause != CallbackCause::Finalize, 1)) {
+      CbFrame frame{c.fn, c.object, call_name(), nullptr, c.keyval, c.kind, false, false};
+      return run_delete_as(frame, c.keyval, [&] { return call_c_delete(c.kind, c.fn, c.object, c.keyval, c.value, c.extra_state); });
+    }
+    return del_other(c);
+  }
+
+ private:
+  // A Fortran callback, or MPI_Finalize's. (Out of line: the common case's frame stays small.)
+  [[gnu::noinline]] static int del_other(const DeleteCall& c) {
     const bool teardown = c.cause == CallbackCause::Finalize && c.object == state().world;
     return run_delete(c.kind, c.lang, c.fn, c.object, c.keyval, c.value, c.extra_state, teardown, c.keyval);
   }

@@ -444,19 +444,26 @@ int on_set_attr(const Call& call, Handle h, int key, std::uint64_t word, const F
 
 int set_emulated(const Call& call, QueryCache::Entry& q, Handle h, int key, std::uint64_t word,
                  const FnRef<int()>& forward) {
+  Engine& e = *state().engine;
+  AtOutcome out;
+  if (__builtin_expect(!q.user_delete, 1)) {  // no user code runs: nothing to mark or re-check
+    if (!e.set_attr_at(q.cursor, call.api->binding, word, origin_site(call), &out))
+      return on_set_attr(call, h, key, word, forward);
+    if (!out.result.ok()) return refuse(call, out.result, call.api->kind, h, key, key);
+    emulated_answer(q, false, 0, 0, out.version, word, 1);
+    return MPI_SUCCESS;
+  }
+  // The replaced value's delete callback may run: the call is marked as the one in progress for
+  // it, and the entry re-checked after it.
   const Handle object = q.object;
   const std::uint64_t query = q.query;
-  const bool user_delete = q.user_delete;
-  std::uint64_t version = 0;
-  Result res;
-  // (Marked as the call in progress only where a callback may run: a user delete function.)
   const Call* const outer = t_call;
-  if (user_delete) t_call = &call;
-  const bool done = state().engine->set_attr_at(q.cursor, call.api->binding, word, origin_site(call), &res, &version);
+  t_call = &call;
+  const bool done = e.set_attr_at(q.cursor, call.api->binding, word, origin_site(call), &out);
   t_call = outer;
   if (!done) return on_set_attr(call, h, key, word, forward);
-  if (!res.ok()) return refuse(call, res, call.api->kind, h, key, key);
-  emulated_answer(q, user_delete, object, query, version, word, 1);
+  if (!out.result.ok()) return refuse(call, out.result, call.api->kind, h, key, key);
+  emulated_answer(q, true, object, query, out.version, word, 1);
   return MPI_SUCCESS;
 }
 
@@ -577,17 +584,16 @@ int mirror_library_delete(const Call& call, Handle h, int key, int engine_key, i
 int emulate_delete(const Call& call, Handle h, int key, int engine_key) {
   Engine& e = *state().engine;
   const ObjectKind kind = call.api->kind;
-  Result res;
   if (QueryCache::Entry* q = t_queries.find(kind, call.api->binding, h, key, layout_stamp()); q && q->cursor.object) {
     const std::uint64_t object = q->object, query = q->query;
-    std::uint64_t version = 0;
-    if (e.delete_attr_at(q->cursor, &res, &version)) {
-      if (!res.ok()) return refuse(call, res, kind, h, key, engine_key);
-      emulated_answer(*q, true, object, query, version, 0, 0);
+    AtOutcome out;
+    if (e.delete_attr_at(q->cursor, &out)) {
+      if (!out.result.ok()) return refuse(call, out.result, kind, h, key, engine_key);
+      emulated_answer(*q, true, object, query, out.version, 0, 0);
       return MPI_SUCCESS;
     }
   }
-  res = e.delete_attr(kind, h, engine_key);
+  const Result res = e.delete_attr(kind, h, engine_key);
   return res.ok() ? MPI_SUCCESS : refuse(call, res, kind, h, key, engine_key);
 }
 }  // namespace
@@ -669,15 +675,18 @@ bool delete_cancels_set(const Call& call, QueryCache::Entry& entry, Handle h, in
 bool delete_emulated(const Call& call, QueryCache::Entry& entry, Handle h, int key, int* rc) {
   QueryCache::Entry* const q = &entry;
   if (!q->flag || !QueryCache::has_answer(*q, g_fast.version->load(std::memory_order_acquire))) return false;
-  CallScope scope(call);
   const Handle object = q->object;
   const std::uint64_t query = q->query;
   const bool user_delete = q->user_delete;
-  std::uint64_t version = 0;
-  Result res;
-  if (!state().engine->delete_attr_at(q->cursor, &res, &version)) return false;
-  *rc = res.ok() ? MPI_SUCCESS : refuse(call, res, call.api->kind, h, key, key);
-  if (res.ok()) emulated_answer(*q, user_delete, object, query, version, 0, 0);
+  AtOutcome out;
+  // (Marked as the call in progress only where a callback may run, as in set_emulated.)
+  const Call* const outer = t_call;
+  if (user_delete) t_call = &call;
+  const bool done = state().engine->delete_attr_at(q->cursor, &out);
+  t_call = outer;
+  if (!done) return false;
+  *rc = out.result.ok() ? MPI_SUCCESS : refuse(call, out.result, call.api->kind, h, key, key);
+  if (out.result.ok()) emulated_answer(*q, user_delete, object, query, out.version, 0, 0);
   return true;
 }
 
