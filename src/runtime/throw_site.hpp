@@ -13,8 +13,11 @@
 
 namespace attrcheck::rt {
 
-// At a callback's start: forget any earlier throw on this thread.
-void throw_site_reset() noexcept;
+// The depth of the last throw's stack on this thread (0: none since the last reset).
+extern __thread int t_throw_depth;
+// At a callback's start: forget any earlier throw on this thread. (Inline: it runs before every
+// callback a trampoline passes on.)
+inline void throw_site_reset() noexcept { t_throw_depth = 0; }
 // The stack of the last throw since throw_site_reset, innermost first (nullptr / 0 if none); valid
 // until the next throw on this thread.
 const void* const* throw_site_frames(int* depth) noexcept;
