@@ -487,6 +487,27 @@ def split_get(fn, lang):
     return lines
 
 
+def split_set(fn, lang):
+    """A C set wrapper in two parts (as split_get): inline, the shadow-mode set of a query this
+    thread already checked whose cached answer is current, which the library makes and attrcheck
+    defers (set_path.hpp: set_deferred; the library call by value, no rt::FnRef, no mode test
+    before the cache's); everything else (mode=off, emulate mode, an answer to refresh, the full
+    hook) out of line."""
+    o, kv, v = require(fn, "object"), require(fn, "keyval"), require(fn, "value")
+    h, k = lang.handle(o, fn["kind"]), lang.key(kv)
+    api, full, lines = out_of_line(fn, lang)
+    lines += [lang.signature() + " {",
+              f"  if (rt::QueryCache::Entry* q_ = rt::deferrable_set({api}, {h}, {k})) {{",
+              "    int rc_;",
+              f"    if (rt::set_deferred({api}, __builtin_return_address(0), *q_, {h}, {k}, {lang.word(v)},",
+              f"                         [=]() {{ return {lang.call_pmpi}; }}, &rc_))",
+              "      return rc_;",
+              "  }",
+              f"  return {full}(__builtin_return_address(0), {lang.args});",
+              "}"]
+    return lines
+
+
 def split_delete(fn, lang):
     """A C delete wrapper in two parts (as split_get): inline, a query this thread already checked
     (set_path.hpp: checked_delete) handed to its mode's quick way (the cancelling of a deferred set
@@ -499,7 +520,7 @@ def split_delete(fn, lang):
               f"  if (rt::QueryCache::Entry* q_ = rt::checked_delete({api}, {h}, {k})) {{",
               f"    const rt::Call call{{&{api}, __builtin_return_address(0)}};",
               "    int rc_;",
-              f"    if (rt::g_shadow ? rt::delete_cancels_set(call, *q_, {h}, {k}, [&]() {{ return {lang.call_pmpi}; }}, &rc_)",
+              f"    if (rt::g_shadow ? rt::delete_cancels_set(call, *q_, {h}, {k}, [=]() {{ return {lang.call_pmpi}; }}, &rc_)",
               f"                     : rt::delete_emulated(call, *q_, {h}, {k}, &rc_))",
               "      return rc_;",
               "  }",
@@ -540,6 +561,8 @@ def generate(spec, declared, symbols=None):
         nonlocal count
         if type(lang) is C and fn["op"] == "get_attr":
             out.extend(split_get(fn, lang))
+        elif type(lang) is C and fn["op"] == "set_attr":
+            out.extend(split_set(fn, lang))
         elif type(lang) is C and fn["op"] == "delete_attr":
             out.extend(split_delete(fn, lang))
         else:

@@ -247,10 +247,14 @@ int run_delete(ObjectKind kind, Binding lang, void* fn, Handle object, int key, 
   return run_delete_as(frame, engine_key, [&] { return call_delete(kind, lang, fn, object, key, value, extra); });
 }
 
-bool teardown_delete(ObjectKind kind, Handle object) noexcept {
-  // (g_fast.open is cleared as MPI_Finalize begins: one load while MPI runs.)
-  return kind == ObjectKind::Comm && !g_fast.open.load(std::memory_order_relaxed) &&
-         phase() == Phase::Finalizing && object != state().self;
+[[gnu::noinline]] bool finalizing_delete(Handle object) noexcept {
+  return phase() == Phase::Finalizing && object != state().self;
+}
+// (Inline, the rest out of line: it runs in every delete trampoline. g_fast.open is cleared as
+// MPI_Finalize begins: one load while MPI runs.)
+[[gnu::always_inline]] inline bool teardown_delete(ObjectKind kind, Handle object) noexcept {
+  return kind == ObjectKind::Comm && __builtin_expect(!g_fast.open.load(std::memory_order_relaxed), 0) &&
+         finalizing_delete(object);
 }
 
 // ---- trampolines: what the library calls in shadow mode ----------------------------------------

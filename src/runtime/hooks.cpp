@@ -598,74 +598,9 @@ int emulate_delete(const Call& call, Handle h, int key, int engine_key) {
 }
 }  // namespace
 
-// Shadow mode, the delete of an attribute whose set this thread deferred (fast_path.hpp,
-// "Deferred sets") and that no attribute preceded: the pair cancels out. The engine still holds
-// the state before the set (no attribute), so once the library has deleted the value running
-// what the standard requires (the set value's delete callback, successfully, or nothing), the
-// pending set is dropped and the engine is left alone: no set applied, no delete mirrored
-// (set + delete [user] ~1,780 -> ~1,330 instructions, Open MPI, callgrind). The checks the full
-// hook would make hold: the query was found valid at the current layout, and its current
-// answer (the pending set's) says the attribute is present. Called before enter(), which would
-// apply the set. False, with nothing done, if the call is not such a delete; true: the call was
-// made, and *rc is what it returns (anything unexpected is mirrored the usual way).
-// Drops q's pending set (record `pending` - 1), which a delete cancelled: the engine's answer is
-// q's again (absent). False, with nothing done, if (MPI_THREAD_MULTIPLE) another thread applied
-// it meanwhile. kShared: g_fast.share_pending (the gate, pending_owner).
-template <bool kShared>
-[[gnu::always_inline]] inline bool cancel_pending(QueryCache::Entry& q, std::uint8_t pending) noexcept {
-  OwnerGate<kShared> gate;
-  if (!gate.open()) return false;
-  PendingSets& p = t_pending;
-  const int i = pending - 1;
-  if (i != p.count - 1) {
-    p.sets[i] = p.sets[p.count - 1];
-    p.sets[i].entry->pending = static_cast<std::uint8_t>(i + 1);
-  }
-  if (--p.count == 0 && kShared) release_pending();
-  q.pending = 0;
-  q.word = 0;
-  q.flag = 0;  // at the version the caller read: the engine's answer
-  return true;
-}
-
-bool delete_cancels_set(const Call& call, QueryCache::Entry& entry, Handle h, int key, const FnRef<int()>& forward,
-                        int* rc) {
-  QueryCache::Entry* const q = &entry;
-  const Runtime& r = state();
-  if (static_cast<Phase>(r.phase.load(std::memory_order_acquire)) != Phase::Running ||
-      r.limited.load(std::memory_order_relaxed))
-    return false;
-  const std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
-  if (!q->pending || !QueryCache::has_answer(*q, version) || !t_pending.sets[q->pending - 1].inserted)
-    return false;
-  CallScope scope(call);
-  const int engine_key = q->engine_key;
-  const std::uint64_t word = q->word;
-  const std::uint8_t pending = q->pending;
-  const bool user_delete = q->user_delete;
-  t_adopted.set = false;
-  ReplayScope replay(call, false);
-  *rc = forward();
-  // Nothing moved while the library ran (its callback may call MPI, which applies the set).
-  bool plain = *rc == MPI_SUCCESS && q->pending == pending && q->object == h && q->key() == key &&
-               g_fast.version->load(std::memory_order_acquire) == version;
-  if (plain) {
-    const Replay& seen = replay.replay();
-    if (user_delete) {
-      const Observation* o = seen.seen.size() == 1 ? &*seen.seen.begin() : nullptr;
-      plain = o && !o->copy && o->rc == MPI_SUCCESS && o->object == h && o->engine_id == engine_key &&
-              o->value_in == word;
-    } else {
-      plain = seen.seen.size() == 0;
-    }
-  }
-  if (plain && (g_fast.share_pending ? cancel_pending<true>(*q, pending) : cancel_pending<false>(*q, pending))) {
-    replay.dismiss();
-    return true;
-  }
+int delete_not_cancelled(const Call& call, Handle h, int key, int engine_key, int rc, ReplayScope& replay) {
   settle();
-  *rc = mirror_library_delete(call, h, key, engine_key, *rc, replay);
-  return true;
+  return mirror_library_delete(call, h, key, engine_key, rc, replay);
 }
 
 // Emulate mode, the quick way: the delete of a query this thread already checked (as checked_set)

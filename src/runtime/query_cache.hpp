@@ -101,24 +101,28 @@ class QueryCache {
   static bool has_answer(const Entry& e, std::uint64_t version) noexcept { return e.version == version; }
 
   // Whether an entry for the same object and keyval in another binding holds a pending set.
-  bool other_pending(const Entry& e) noexcept {
-    const Entry* set = set_of(e.object, e.key());
-    for (int w = 0; w < kWays; ++w)
-      if (other_binding(set[w], e) && set[w].pending) return true;
-    return false;
+  // (e: an entry of this cache.)
+  static bool other_pending(const Entry& e) noexcept {
+    const Entry& x = other_way(e);
+    return other_binding(x, e) && x.pending;
   }
 
   // Drops the answers of the entries for the same object and keyval in other bindings (their
-  // answers change with e's).
-  void drop_other_answers(const Entry& e) noexcept {
-    Entry* set = set_of(e.object, e.key());
-    for (int w = 0; w < kWays; ++w)
-      if (other_binding(set[w], e)) set[w].version = kNoAnswer;
+  // answers change with e's). (e: an entry of this cache.)
+  static void drop_other_answers(const Entry& e) noexcept {
+    Entry& x = other_way(e);
+    if (other_binding(x, e)) x.version = kNoAnswer;
   }
 
  private:
   static_assert(kWays == 2, "find() and remember() spell out two ways");
   static_assert(sizeof(Entry) == 64, "an entry is one cache line");
+  // The other entry of e's set: sets are aligned to their size, so it is e's address with the
+  // entry-size bit flipped (no hashing again: the entries of one object and keyval in all its
+  // bindings share a set, which hashes the object and keyval only).
+  static Entry& other_way(const Entry& e) noexcept {
+    return *reinterpret_cast<Entry*>(reinterpret_cast<std::uintptr_t>(&e) ^ sizeof(Entry));
+  }
   // Whether `x` is the query of `e` in another binding (same object, kind and keyval): such
   // entries share e's set, which hashes the object and keyval only.
   static bool other_binding(const Entry& x, const Entry& e) noexcept {
@@ -142,7 +146,7 @@ class QueryCache {
     return sets_[(x * 0x85EBCA6Bu) >> (32 - kSetBits)];
   }
 
-  Entry sets_[1u << kSetBits][kWays];
+  alignas(kWays * sizeof(Entry)) Entry sets_[1u << kSetBits][kWays];
 };
 
 }  // namespace attrcheck::rt
