@@ -315,6 +315,8 @@ int trampoline_copy_fn(Obj old, int key, void* extra, void* in, void* out, int* 
   if (Replay* r = t_replay)
     r->seen.emplace_back() = Observation{true, K, h, engine_id, as_model_pointer(K, h, engine_id, in), rc, *flag, value_out,
                                          false, 0};
+  else if (rc == MPI_SUCCESS && *flag)  // a copy the library made inside a call attrcheck does not hook
+    rec->unseen_copy.store(true, std::memory_order_relaxed);
   return rc;
 }
 
@@ -376,6 +378,7 @@ void fortran_trampoline_copy_fn(MPI_Fint* old, MPI_Fint* key, V* extra, V* in, V
   *flag = logical;
   *ierr = rc;
   if (Replay* r = t_replay) r->seen.push_back(Observation{true, K, h, engine_id, value_in, rc, logical, value_out, false, 0});
+  else if (rc == MPI_SUCCESS && logical) rec->unseen_copy.store(true, std::memory_order_relaxed);  // (as in C)
 }
 
 // Where the library is known to pass Fortran delete callbacks a wrong handle (the profile's

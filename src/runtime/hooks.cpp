@@ -329,6 +329,8 @@ int on_create_keyval(const Call& call, void* copy_fn, void* delete_fn, int* keyv
   rec->extra_state = extra_state;
   rec->lang = spec.lang;
   rec->user_id = engine_id;
+  rec->unseen_copy.store(spec.copy.action == CopyAction::Dup && spec.del.action == DeleteAction::User,
+                         std::memory_order_relaxed);
   if (r.mode == Mode::Emulate) {
     rec->engine_id.store(engine_id, std::memory_order_release);
     *keyval = engine_id;

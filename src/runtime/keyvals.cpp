@@ -298,7 +298,10 @@ void quarantine_keyval(ObjectKind kind, int user_key, int engine_id) noexcept {
       if (g_ready_count.load(std::memory_order_relaxed) == kQuarantineBatch) n = take_all_ready(batch);
       // Its record, kept with the engine's slot, says what the library's create got (none: the
       // engine did not keep the slot, at a lowered capacity; then it is released as it is).
-      if (const KeyRecord* rec = record_for(aged.engine_id)) add_ready(aged, rec->library);
+      // A key the library may hold an attribute under on an object the tool never saw made is
+      // released as it is (KeyRecord::unseen_copy).
+      const KeyRecord* rec = record_for(aged.engine_id);
+      if (rec && !rec->unseen_copy.load(std::memory_order_relaxed)) add_ready(aged, rec->library);
       else batch[n++] = aged;
     }
   }

@@ -47,6 +47,12 @@ struct KeyRecord {
   std::uint64_t extra_state = 0;  // the pointer (C) or the integer (Fortran) the user gave
   Binding lang = Binding::C;      // the callbacks' language
   LibraryArgs library{};          // shadow mode
+  // Shadow: the library may hold an attribute under this key on an object the tool never saw
+  // made (a copy it made outside any hooked call, e.g. Open MPI's MPI_File_open dups the
+  // communicator inside the library; or a predefined MPI_COMM_DUP_FN copy whose delete is the
+  // user's, which no trampoline sees). Such a key is never handed out again (keyvals.cpp): the
+  // library would run that copy's delete callback with this record, i.e. another keyval's.
+  std::atomic<bool> unseen_copy{false};
 };
 
 // A callback the library (shadow) or the engine (emulate) ran, as the trampoline saw it.
