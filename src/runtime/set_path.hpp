@@ -65,17 +65,14 @@ template <bool kShared>
   return true;
 }
 
-// The C set wrappers' inline first resort (gen_wrappers.py): the query of a set that may be
-// deferred (shadow mode, while sets are; defer_sets is never set in another mode), as
-// checked_set, or nullptr (then the wrapper's out-of-line path decides). No test of the mode
-// beyond defer_sets: t_cb_top == nullptr also says that attrcheck is on (fresh_query).
-inline QueryCache::Entry* deferrable_set(const Api& api, Handle h, int key) noexcept {
-  if (!g_fast.defer_sets.load(std::memory_order_relaxed)) return nullptr;
-  return checked_set(api, h, key);
-}
+// The C set wrappers' first test (gen_wrappers.py): whether a set may be deferred (shadow mode,
+// while sets are; defer_sets is never set in another mode). If so the wrapper's `_deferred` part
+// tries checked_set + set_deferred, else its out-of-line part decides. No test of the mode beyond
+// defer_sets: t_cb_top == nullptr also says that attrcheck is on (fresh_query).
+inline bool deferring_sets() noexcept { return g_fast.defer_sets.load(std::memory_order_relaxed); }
 
 // Shadow mode, C binding: set_cached's common case, inline in the wrapper with the library call
-// by value (no FnRef): a set of deferrable_set's entry `q` whose answer is current. False, with
+// by value (no FnRef): a set of checked_set's entry `q` whose answer is current. False, with
 // nothing done, if the answer is not (then the wrapper's out-of-line path decides, which also
 // refreshes it: set_cached); true: the call was made, and *rc is what it returns.
 template <typename Forward>
