@@ -81,22 +81,10 @@ Result Engine::Impl::run_user_delete(ObjectSlot* o, KeyvalSlot* k, AttrRec** rec
   const std::uint64_t before = seq_.load(std::memory_order_relaxed);
   // (The lock directly, not through the caller's unique_lock: nothing in between can throw.)
   mu_.unlock();
-  int rc = 0;
-  bool threw = false;
-  {
-    FrameGuard frame(this, o->index);
-    try {
-      rc = config.invoker->del(call);
-    } catch (...) {
-      threw = true;
-    }
-  }
-  if (config.observer)
-    notify(CallbackEvent{CallbackEvent::Which::Delete, cause, call.kind, call.object, key, rc, 0, threw});
+  const Result result = invoke_delete(o->index, call);
   mu_.lock();
   o->mutating = nullptr;
-  if (__builtin_expect(threw, 0)) return {Status::CallbackThrew, 0};
-  if (__builtin_expect(rc != 0, 0)) return {Status::CallbackFailed, rc};
+  if (!result.ok()) return result;
   if (seq_.load(std::memory_order_relaxed) != before) *rec = find_attr(o->table.load(std::memory_order_relaxed), key);
   return {};
 }

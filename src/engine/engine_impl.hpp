@@ -488,27 +488,29 @@ struct Engine::Impl {
   [[gnu::always_inline]] Result run_delete(Lock& lk, std::uint32_t slot, const DeleteJob& job) {
     if (!job.user) return {};
     lk.unlock();
-    Result result;
+    const Result result = invoke_delete(slot, job.call);
+    lk.lock();
+    return result;
+  }
+  // Calls delete callback `call` for the object in `slot` (the caller has released the lock) and
+  // tells the observer: what run_delete and run_user_delete share. Returns Ok, CallbackFailed or
+  // CallbackThrew.
+  [[gnu::always_inline]] Result invoke_delete(std::uint32_t slot, const DeleteCall& call) {
     bool threw = false;
     int rc = 0;
     {
       FrameGuard frame(this, slot);
       try {
-        rc = config.invoker->del(job.call);
+        rc = config.invoker->del(call);
       } catch (...) {
         threw = true;
       }
     }
     if (config.observer)  // (the event is not even built without one: ~13 instructions a callback)
-      notify(CallbackEvent{CallbackEvent::Which::Delete, job.call.cause, job.call.kind, job.call.object,
-                           job.key, rc, 0, threw});
-    if (threw) {
-      result = {Status::CallbackThrew, 0};
-    } else if (rc != 0) {
-      result = {Status::CallbackFailed, rc};
-    }
-    lk.lock();
-    return result;
+      notify(CallbackEvent{CallbackEvent::Which::Delete, call.cause, call.kind, call.object, call.keyval, rc, 0, threw});
+    if (__builtin_expect(threw, 0)) return {Status::CallbackThrew, 0};
+    if (__builtin_expect(rc != 0, 0)) return {Status::CallbackFailed, rc};
+    return {};
   }
 
   void unpin(KeyvalSlot* k) {
