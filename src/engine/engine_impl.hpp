@@ -595,6 +595,8 @@ struct Engine::Impl {
   void release_keyval_slot(KeyvalId old_id);
 
   void start_keyval(KeyvalSlot* k, KeyvalId id, const KeyvalSpec& spec, Origin origin);
+  Status admit_keyval(const KeyvalSpec& spec, const KeyvalId* out) const;
+  bool reserved_keyval_id(KeyvalId id) const;
 
   Result register_predefined(ObjectKind kind, KeyvalId id, const char* name, bool copy_on_dup);
 

@@ -22,12 +22,23 @@ namespace attrcheck {
   k->freed_at = 0;
 }
 
-Result Engine::Impl::create_keyval(const KeyvalSpec& spec, KeyvalId* out, Origin origin) {
-  Lock lk(mu_);
-  if (finalized_.load(std::memory_order_relaxed)) return {Status::Finalized, 0};
+// Whether a create (or renew) may go ahead: Finalized, NullArgument or Ok (lock held).
+[[gnu::always_inline]] inline Status Engine::Impl::admit_keyval(const KeyvalSpec& spec, const KeyvalId* out) const {
+  if (finalized_.load(std::memory_order_relaxed)) return Status::Finalized;
   if (!out || (spec.copy.action == CopyAction::User && !spec.copy.fn) ||
       (spec.del.action == DeleteAction::User && !spec.del.fn))
-    return {Status::NullArgument, 0};
+    return Status::NullArgument;
+  return Status::Ok;
+}
+
+// An id no keyval may have: MPI_KEYVAL_INVALID's value or a predefined keyval's (lock held).
+[[gnu::always_inline]] inline bool Engine::Impl::reserved_keyval_id(KeyvalId id) const {
+  return id == config.keyval_invalid || (id >= predefined_lo_ && id <= predefined_hi_ && find_predefined(id));
+}
+
+Result Engine::Impl::create_keyval(const KeyvalSpec& spec, KeyvalId* out, Origin origin) {
+  Lock lk(mu_);
+  if (const Status s = admit_keyval(spec, out); s != Status::Ok) return {s, 0};
   const std::uint32_t last_slot = keyval_capacity();
   for (;;) {
     std::uint32_t slot;
@@ -44,7 +55,7 @@ Result Engine::Impl::create_keyval(const KeyvalSpec& spec, KeyvalId* out, Origin
     if (k->generation >= kMaxGeneration) continue;  // retired for good
     const std::uint32_t gen = ++k->generation;
     const auto id = static_cast<KeyvalId>((gen << kSlotBits) | slot);
-    if (id == config.keyval_invalid || (id >= predefined_lo_ && id <= predefined_hi_ && find_predefined(id))) {
+    if (reserved_keyval_id(id)) {
       // Never hand out a reserved id: skip this generation (the slot keeps its previous id and
       // state) and put the slot back for later.
       destroyed_slots_.push_back(slot);
@@ -58,10 +69,7 @@ Result Engine::Impl::create_keyval(const KeyvalSpec& spec, KeyvalId* out, Origin
 
 Result Engine::Impl::renew_keyval(KeyvalId old_id, const KeyvalSpec& spec, KeyvalId* out, Origin origin) {
   Lock lk(mu_);
-  if (finalized_.load(std::memory_order_relaxed)) return {Status::Finalized, 0};
-  if (!out || (spec.copy.action == CopyAction::User && !spec.copy.fn) ||
-      (spec.del.action == DeleteAction::User && !spec.del.fn))
-    return {Status::NullArgument, 0};
+  if (const Status s = admit_keyval(spec, out); s != Status::Ok) return {s, 0};
   KeyvalSlot* k = slot_of(old_id);
   if (!k || !k->kept || k->id.load(std::memory_order_relaxed) != old_id) return {Status::KeyvalUnknown, 0};
   if (k->state.load(std::memory_order_relaxed) != kKeyDestroyed) return {Status::KeyvalFreed, 0};
@@ -71,7 +79,7 @@ Result Engine::Impl::renew_keyval(KeyvalId old_id, const KeyvalSpec& spec, Keyva
     const std::uint32_t gen = ++k->generation;
     const auto id = static_cast<KeyvalId>((gen << kSlotBits) | slot);
     // A reserved id's generation is skipped, as in create_keyval (the slot keeps its state).
-    if (id == config.keyval_invalid || (id >= predefined_lo_ && id <= predefined_hi_ && find_predefined(id))) continue;
+    if (reserved_keyval_id(id)) continue;
     k->kept = false;
     --kept_slots_;
     start_keyval(k, id, spec, origin);
