@@ -75,6 +75,21 @@ inline bool deferring_sets() noexcept { return g_fast.defer_sets.load(std::memor
 // by value (no FnRef): a set of checked_set's entry `q` whose answer is current. False, with
 // nothing done, if the answer is not (then the wrapper's out-of-line path decides, which also
 // refreshes it: set_cached); true: the call was made, and *rc is what it returns.
+// A shadow set of checked_set's entry `q` once the call is in scope: the library's set, then,
+// if the answer (the value the set replaces) was `known` at `version`, the set deferred, else (or
+// if it cannot be) mirrored. Returns what the call returns. (set_deferred's and set_cached's
+// common end.)
+template <typename Forward>
+[[gnu::always_inline]] inline int forward_then_defer(const Call& call, QueryCache::Entry& q, Handle h, int key,
+                                                     std::uint64_t word, std::uint64_t version, bool known,
+                                                     Forward& forward) {
+  ReplayScope replay(call, false);
+  const int rc = forward();
+  if (__builtin_expect(rc == MPI_SUCCESS && known, 1) && defer_set(replay, q, h, key, word, call.caller, version))
+    return rc;
+  return mirror_library_set(call, h, key, word, rc, replay);
+}
+
 template <typename Forward>
 [[gnu::always_inline]] inline bool set_deferred(const Api& api, const void* caller, QueryCache::Entry& q, Handle h,
                                                 int key, std::uint64_t word, Forward forward, int* rc) {
@@ -82,10 +97,7 @@ template <typename Forward>
   if (!QueryCache::has_answer(q, version)) return false;
   const Call call{&api, caller};
   CallScope scope(call);
-  ReplayScope replay(call, false);
-  *rc = forward();
-  if (__builtin_expect(*rc == MPI_SUCCESS, 1) && defer_set(replay, q, h, key, word, caller, version)) return true;
-  *rc = mirror_library_set(call, h, key, word, *rc, replay);
+  *rc = forward_then_defer(call, q, h, key, word, version, true, forward);
   return true;
 }
 
@@ -197,11 +209,7 @@ inline int set_cached(const Call& call, QueryCache::Entry& q, Handle h, int key,
       version = g_fast.version->load(std::memory_order_acquire);  // (refresh_answer may settle)
     known = QueryCache::has_answer(q, version);
   }
-  ReplayScope replay(call, false);
-  const int rc = forward();
-  if (__builtin_expect(rc == MPI_SUCCESS && known, 1) && defer_set(replay, q, h, key, word, call.caller, version))
-    return rc;
-  return mirror_library_set(call, h, key, word, rc, replay);
+  return forward_then_defer(call, q, h, key, word, version, known, forward);
 }
 
 }  // namespace attrcheck::rt
