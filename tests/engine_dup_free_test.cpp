@@ -96,19 +96,29 @@ TEST(EngineFree, PlainPassGivesReferencesBackWhenItFindsACallback) {
   }
 }
 
+// An engine with object kA holding `n` attributes of keyvals with user copy and delete callbacks,
+// oldest first, valued step, 2 * step, ...
+struct UserKeysOnA {
+  Script s;
+  Engine e;
+  std::vector<KeyvalId> keys;
+  UserKeysOnA(int n, std::uint64_t step) {
+    s.e = &e;
+    EXPECT_TRUE(e.create_object(kComm, kA).ok());
+    for (int i = 0; i < n; ++i) keys.push_back(make_key(e, &s, CopyAction::User, DeleteAction::User));
+    for (std::size_t i = 0; i < keys.size(); ++i) EXPECT_TRUE(e.set_attr(kComm, kA, keys[i], Binding::C, step * (i + 1)).ok());
+  }
+};
+
 // A copy callback that frees its own keyval mid-dup: the old object's attribute keeps the keyval
 // (and its callbacks) alive, the copy holds it too, and it is destroyed with the last attribute.
 // The callback's delete of the attribute it is copying is refused (re-entrant), so the records
 // the dup reads in place never move.
 TEST(EngineDup, CopyCallbackFreeingItsKeyvalKeepsItAliveThroughTheAttributes) {
-  Script s;
-  Engine e;
-  s.e = &e;
-  ASSERT_TRUE(e.create_object(kComm, kA).ok());
-  std::vector<KeyvalId> keys;
-  for (int i = 0; i < 8; ++i) keys.push_back(make_key(e, &s, CopyAction::User, DeleteAction::User));
-  for (std::size_t i = 0; i < keys.size(); ++i)
-    ASSERT_TRUE(e.set_attr(kComm, kA, keys[i], Binding::C, 10 * (i + 1)).ok());
+  UserKeysOnA f(8, 10);
+  Script& s = f.s;
+  Engine& e = f.e;
+  const std::vector<KeyvalId>& keys = f.keys;
   s.free_own_key = keys[3];
 
   ASSERT_TRUE(e.dup_object(kComm, kA, kB).ok());
@@ -138,14 +148,11 @@ TEST(EngineDup, CopyCallbackFreeingItsKeyvalKeepsItAliveThroughTheAttributes) {
 // callbacks run), the new object is forgotten, the old one keeps everything, and the counts of
 // attributes per keyval are as before the dup.
 TEST(EngineDup, FailingCopyCallbackUndoesTheCopiesMade) {
-  Script s;
-  Engine e;
-  s.e = &e;
-  ASSERT_TRUE(e.create_object(kComm, kA).ok());
-  std::vector<KeyvalId> keys;
-  for (int i = 0; i < 6; ++i) keys.push_back(make_key(e, &s, CopyAction::User, DeleteAction::User));
+  UserKeysOnA f(6, 1);
+  Script& s = f.s;
+  Engine& e = f.e;
+  const std::vector<KeyvalId>& keys = f.keys;
   const KeyvalId dup = make_key(e, &s, CopyAction::Dup, DeleteAction::NullDelete);
-  for (std::size_t i = 0; i < keys.size(); ++i) ASSERT_TRUE(e.set_attr(kComm, kA, keys[i], Binding::C, i + 1).ok());
   ASSERT_TRUE(e.set_attr(kComm, kA, dup, Binding::C, 99).ok());
   s.fail_on_copy = 3;
 
