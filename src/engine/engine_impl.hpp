@@ -706,21 +706,12 @@ struct Engine::Impl {
 
   Result install_predefined(ObjectKind kind, Handle h, KeyvalId key, Binding repr, std::uint64_t value);
 
-  // One attribute to copy on dup, snapshotted under the lock.
-  struct CopyJob {
-    KeyvalId key;
-    KeyvalSlot* keyval;  // pinned; nullptr for predefined
-    Binding repr;
-    std::uint64_t word;
-    std::uint64_t value_in;  // translated for a User callback
-  };
-  VectorPool<CopyJob> job_pool_;  // dup_object's lists (lock held)
-
   Result dup_object(ObjectKind kind, Handle old_h, Handle new_h, Origin origin);
   // put() of a copy onto the object a dup makes (lock held; objects.cpp).
   [[gnu::always_inline]] inline Status put_copy(ObjectSlot* o, KeyvalId key, Binding repr, std::uint64_t word, bool predefined, Origin origin);
 
   Result free_object(ObjectKind kind, Handle h);
+  Result delete_each(Lock& lk, std::uint32_t slot, ObjectSlot* o);  // free_object's deletes (objects.cpp)
 
   // Engine::dup_object_ran, Engine::free_object_ran (objects_ran.cpp).
   bool dup_object_ran(ObjectKind kind, Handle old_h, Handle new_h, const RanCopy* ran, std::size_t n, Origin origin);
@@ -729,8 +720,12 @@ struct Engine::Impl {
   // with n == 0, a dup or free with no user callback to call. False: nothing changed.
   bool dup_plain(ObjectKind kind, ObjectSlot* old, Handle new_h, const RanCopy* ran, std::size_t n, Origin origin);
   bool free_plain(ObjectSlot* o, std::uint32_t slot, const RanDelete* ran, std::size_t n);
-  int copy_same_slots(const AttrTable* t, AttrTable* ct, const RanCopy* ran, std::size_t n,
-                      const std::uint32_t* run_of, Origin origin);
+  template <bool kRuns>
+  int copy_same_slots(const AttrTable* t, AttrTable* ct, const RanCopy* ran, const std::uint32_t* run_of,
+                      Origin origin);
+  template <bool kRuns>
+  bool free_plain_pass(ObjectSlot* o, AttrTable* t, const RanDelete* ran, const std::uint32_t* run_of,
+                       bool* some_unused);
   // Releases the keyval references of a table's attributes and clears it (lock held).
   void drop_table_refs(AttrTable* t);
   // For each record of table `t`, the index of the run in `ran` that matched it (UINT32_MAX: none);
