@@ -52,14 +52,18 @@ class QueryCache {
     Binding binding() const noexcept { return static_cast<Binding>((query >> 32) & 3); }
   };
 
+  // Whether `e` holds the query (kind, b, h, key), whatever its stamps.
+  static bool holds(const Entry& e, ObjectKind kind, Binding b, Handle h, int key) noexcept {
+    return e.object == h && e.query == query_tag(kind, b, key);
+  }
+
   // The entry for a query, whatever its stamps, or nullptr.
   Entry* lookup(ObjectKind kind, Binding b, Handle h, int key) noexcept {
-    const std::uint64_t tag = query_tag(kind, b, key);
     Entry* set = set_of(h, key);
     // (One register for the set's address: GCC otherwise computes the thread-local address twice.)
     __asm__("" : "+r"(set));
-    if (set[0].object == h && set[0].query == tag) return &set[0];
-    if (set[1].object == h && set[1].query == tag) return &set[1];
+    if (holds(set[0], kind, b, h, key)) return &set[0];
+    if (holds(set[1], kind, b, h, key)) return &set[1];
     return nullptr;
   }
 
