@@ -446,6 +446,8 @@ int on_set_attr(const Call& call, Handle h, int key, std::uint64_t word, const F
 
 int set_emulated(const Call& call, QueryCache::Entry& q, Handle h, int key, std::uint64_t word,
                  const FnRef<int()>& forward) {
+  if (defer_emulated_set(call, q, word)) return MPI_SUCCESS;
+  settle();  // the engine is about to change: the sets made before this one go first
   Engine& e = *state().engine;
   AtOutcome out;
   if (__builtin_expect(!q.user_delete, 1)) {  // no user code runs: nothing to mark or re-check
@@ -610,6 +612,17 @@ int delete_not_cancelled(const Call& call, Handle h, int key, int engine_key, in
 // nothing done, if the call is not such a delete or the cursor no longer serves: then the full
 // hook decides. True: *rc is what the call returns.
 bool delete_emulated(const Call& call, QueryCache::Entry& entry, Handle h, int key, int* rc) {
+  if (const std::uint8_t pending = entry.pending) {
+    // The delete of a deferred set that made the attribute, whose keyval has no user delete
+    // function: the pair cancels out in the cache; the engine never had the attribute.
+    if (!entry.user_delete && t_pending.sets[pending - 1].inserted &&
+        QueryCache::has_answer(entry, g_fast.version->load(std::memory_order_acquire)) &&
+        (g_fast.share_pending ? cancel_pending<true>(entry, pending) : cancel_pending<false>(entry, pending))) {
+      *rc = MPI_SUCCESS;
+      return true;
+    }
+  }
+  settle();  // the engine is about to be read: the pending sets go first
   QueryCache::Entry* const q = &entry;
   if (!q->flag || !QueryCache::has_answer(*q, g_fast.version->load(std::memory_order_acquire))) return false;
   const Handle object = q->object;

@@ -101,6 +101,28 @@ template <typename Forward>
   return true;
 }
 
+// Emulate mode, deferred sets. Emulate is the cache: a set that runs no callback (the first set
+// of an attribute, or a replace whose keyval has no user delete function) is checked by the
+// query's cache entry alone (checked_set: valid at the current layout, no callback of ours
+// running, MPI running) and its application to the engine waits, as a shadow set's does
+// (fast_path.hpp, "Deferred sets": the entry holds the answer, every hook's enter() applies the
+// pending sets first, and so do the emulate quick ways before they touch the engine). A delete of
+// a set that made the attribute then cancels the pair in the cache (delete_emulated). Only where
+// the answer (what the set replaces) is known, and in the C binding, as in shadow mode. An answer
+// out of date is read afresh (refresh_answer): in a run of sets of several attributes each set
+// moved the engine's version until they are all deferred, after which it stays put.
+// False: not deferred, nothing done.
+[[gnu::always_inline]] inline bool defer_emulated_set(const Call& call, QueryCache::Entry& q,
+                                                      std::uint64_t word) noexcept {
+  if (!g_fast.defer_emulated.load(std::memory_order_relaxed) || call.api->binding != Binding::C) return false;
+  const std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
+  // (With a user delete function only a first set is deferred: not worth a read of the engine.)
+  if (!QueryCache::has_answer(q, version) && (q.user_delete || !refresh_answer(q, version))) return false;
+  if (q.flag && q.user_delete) return false;
+  return g_fast.share_pending ? record_pending<true>(q, word, call.caller, false)
+                              : record_pending<false>(q, word, call.caller, false);
+}
+
 // Emulate mode: a set of a query this thread already checked (checked_set), made through the
 // query's cursor (hooks.cpp). `forward`: the library's set, for the full hook (on_set_attr) when
 // the cursor no longer serves.
