@@ -123,6 +123,18 @@ template <typename Forward>
                               : record_pending<false>(q, word, call.caller, false);
 }
 
+// Emulate mode: whether the cache may run a user delete callback itself (set_emulated,
+// delete_emulated), without the engine: while sets are deferred, in the C binding, below
+// MPI_THREAD_MULTIPLE (there a second thread may start calling while the callback runs; the
+// engine's path marks the object for it to wait on).
+inline bool callbacks_from_cache(const Call& call) noexcept {
+  return g_fast.defer_emulated.load(std::memory_order_relaxed) && !g_fast.gate_pending &&
+         call.api->binding == Binding::C;
+}
+// A C delete callback run as the engine's invoker runs it (callbacks.cpp): its frame, an
+// exception caught, an error reported. Returns what it returned (MPI_ERR_OTHER if it threw).
+int run_c_delete(ObjectKind kind, void* fn, Handle object, int key, std::uint64_t value, std::uint64_t extra);
+
 // Emulate mode: a set of a query this thread already checked (checked_set), made through the
 // query's cursor (hooks.cpp). `forward`: the library's set, for the full hook (on_set_attr) when
 // the cursor no longer serves.
