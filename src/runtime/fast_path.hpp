@@ -26,13 +26,10 @@ struct alignas(64) FastState {
   const std::atomic<std::uint64_t>* layout = nullptr;   // Engine::layout_counter()
   // MPI running: queries may be remembered only then (so nothing remembered outlives a close).
   std::atomic<bool> open{false};
-  // Shadow mode: sets may be deferred. Below MPI_THREAD_MULTIPLE no two threads call at once; at
-  // MULTIPLE only while one thread calls (cleared for good when a second one does).
+  // Shadow and emulate mode: sets may be deferred (emulate: those that run no callback here,
+  // set_path.hpp). Below MPI_THREAD_MULTIPLE no two threads call at once; at MULTIPLE only while
+  // one thread calls (cleared for good when a second one does).
   std::atomic<bool> defer_sets{false};
-  // Emulate mode: the same for emulated sets that run no callback (set_path.hpp,
-  // defer_emulated_set): a flag of its own, since defer_sets sends the C set wrappers to the
-  // library. Cleared with defer_sets at MPI_THREAD_MULTIPLE.
-  std::atomic<bool> defer_emulated{false};
   // From MPI_THREAD_SERIALIZED: another thread may call next; it settles the sets (pending_owner).
   bool share_pending = false;
   // MPI_THREAD_MULTIPLE: the owner changes its pending sets under g_pending_gate (pending.cpp).
@@ -185,8 +182,7 @@ class OwnerGate {
     if (held_) unlock_gate();
   }
   [[gnu::always_inline]] bool open() const noexcept {
-    return !held_ || ((g_fast.defer_sets.load(std::memory_order_relaxed) || g_fast.defer_emulated.load(std::memory_order_relaxed)) &&
-                      !t_pending.applied.load(std::memory_order_relaxed));
+    return !held_ || (g_fast.defer_sets.load(std::memory_order_relaxed) && !t_pending.applied.load(std::memory_order_relaxed));
   }
   OwnerGate(const OwnerGate&) = delete;
   OwnerGate& operator=(const OwnerGate&) = delete;

@@ -709,6 +709,10 @@ int delete_not_cancelled(const Call& call, Handle h, int key, int engine_key, in
 // whose current answer says the attribute is set, made through the query's cursor. False, with
 // nothing done, if the call is not such a delete or the cursor no longer serves: then the full
 // hook decides. True: *rc is what the call returns.
+namespace {
+bool delete_through_engine(const Call& call, QueryCache::Entry& entry, Handle h, int key, int* rc);
+}  // namespace
+
 bool delete_emulated(const Call& call, QueryCache::Entry& entry, Handle h, int key, int* rc) {
   if (const std::uint8_t pending = entry.pending) {
     // The delete of a deferred set that made the attribute: the pair cancels out in the cache
@@ -725,6 +729,13 @@ bool delete_emulated(const Call& call, QueryCache::Entry& entry, Handle h, int k
       }
     }
   }
+  return delete_through_engine(call, entry, h, key, rc);
+}
+
+namespace {
+// delete_emulated through the query's cursor (Engine::delete_attr_at). (Out of line: the
+// cancelling of a deferred set keeps a small frame.)
+[[gnu::noinline]] bool delete_through_engine(const Call& call, QueryCache::Entry& entry, Handle h, int key, int* rc) {
   settle();  // the engine is about to be read: the pending sets go first
   QueryCache::Entry* const q = &entry;
   if (!q->flag || !QueryCache::has_answer(*q, g_fast.version->load(std::memory_order_acquire))) return false;
@@ -742,6 +753,7 @@ bool delete_emulated(const Call& call, QueryCache::Entry& entry, Handle h, int k
   if (out.result.ok()) emulated_answer(*q, user_delete, object, query, out.version, 0, 0);
   return true;
 }
+}  // namespace
 
 namespace {
 int delete_attr_full(const Call& call, Handle h, int key, const FnRef<int()>& forward);
