@@ -82,7 +82,9 @@ template <bool kShared>
   const std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
   // (With a user delete function only a first set is deferred: not worth a read of the engine.)
   if (!QueryCache::has_answer(q, version) && (q.user_delete || !refresh_answer(q, version))) return false;
-  if (q.flag && q.user_delete) return false;
+  // (At MPI_THREAD_MULTIPLE a user delete function runs through the engine, callbacks_from_cache:
+  // a deferred first set would only have to be applied before its delete.)
+  if (q.user_delete && (q.flag || g_fast.gate_pending)) return false;
   return g_fast.share_pending ? record_pending<true>(q, word, call.caller, false)
                               : record_pending<false>(q, word, call.caller, false);
 }
