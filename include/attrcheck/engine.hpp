@@ -399,6 +399,15 @@ class Engine {
   // The cursor (find_set_cursor) names the object and keyval.
   bool set_attr_ran(const SetCursor& cursor, Binding from, std::uint64_t value, Origin origin,
                     const RanDelete* ran, std::uint64_t* version = nullptr);
+  // set_attr_ran for a host that ran the replaced value's delete callback itself (`ran`), in
+  // which user code may have changed the layout (freed the keyval, say): the cursor then still
+  // serves while its object and keyval are the ones `ran` names and the attribute is there with
+  // the value the callback was passed. False: nothing changed.
+  bool set_attr_after_delete(const SetCursor& cursor, Binding from, std::uint64_t value, Origin origin,
+                             const RanDelete& ran, std::uint64_t* version = nullptr);
+  // The delete function of the cursor's keyval and its extra_state, if it is a C user function
+  // (false otherwise). For a host that runs it itself; the cursor must hold (find_set_cursor).
+  bool c_delete_function(const SetCursor& cursor, void** fn, std::uint64_t* extra_state) const;
   // delete_attr for a delete the library made, whose delete callback (if the keyval has a user
   // one: `ran`, else nullptr) already ran elsewhere; `cursor` from find_set_cursor for the same
   // object and keyval. Like set_attr_ran, it only takes the plain case: the cursor still holds,

@@ -122,12 +122,21 @@ bool Engine::Impl::find_set_cursor(ObjectKind kind, Handle h, KeyvalId key, std:
 // (no callbacks running for the object, exactly the delete callback the standard requires here
 // and it succeeded) answers false and changes nothing.
 bool Engine::Impl::set_attr_ran(const SetCursor& c, Binding from, std::uint64_t value, Origin origin, const RanDelete* ran,
-                  std::uint64_t* version) {
+                  std::uint64_t* version, bool after_callback) {
   value = normalise(from, value);
   std::lock_guard<SpinLock> lk(mu_);
-  if (!c.object || layout_.load(std::memory_order_relaxed) != c.layout) return false;
+  if (!c.object) return false;
   auto* o = static_cast<ObjectSlot*>(const_cast<void*>(c.object));
   auto* k = static_cast<KeyvalSlot*>(const_cast<void*>(c.keyval));
+  if (layout_.load(std::memory_order_relaxed) != c.layout) {
+    // Engine::set_attr_after_delete: the records never move or go (chunked storage), and while
+    // the attribute the callback ran for is there (ran_as_required, below) its object is live and
+    // its keyval held, freed or not.
+    if (!after_callback || !ran || !o->live || o->handle != ran->object ||
+        k->id.load(std::memory_order_relaxed) != ran->keyval || k->state.load(std::memory_order_relaxed) == kKeyDestroyed ||
+        k->state.load(std::memory_order_relaxed) == kKeyEmpty)
+      return false;
+  }
   if (o->mutating || (t_depth > 0 && in_callback_for(this, o->index))) return false;
   const KeyvalId key = k->id.load(std::memory_order_relaxed);
   AttrRec* rec = find_attr(o->table.load(std::memory_order_relaxed), key);
@@ -145,6 +154,15 @@ bool Engine::Impl::set_attr_ran(const SetCursor& c, Binding from, std::uint64_t 
     return false;
   }
   if (version) *version = seq_.load(std::memory_order_relaxed);
+  return true;
+}
+
+// Engine::c_delete_function: the keyval's spec does not change while it lives (the cursor holds).
+bool Engine::Impl::c_delete_function(const SetCursor& c, void** fn, std::uint64_t* extra_state) const {
+  const auto* k = static_cast<const KeyvalSlot*>(c.keyval);
+  if (!k || k->spec.del.action != DeleteAction::User || k->spec.lang != Binding::C) return false;
+  *fn = k->spec.del.fn;
+  *extra_state = k->spec.extra_state;
   return true;
 }
 
@@ -394,6 +412,13 @@ bool Engine::delete_attr_ran(const SetCursor& cursor, const RanDelete* ran, std:
 bool Engine::set_attr_ran(const SetCursor& cursor, Binding from, std::uint64_t value, Origin origin,
                           const RanDelete* ran, std::uint64_t* version) {
   return impl_->set_attr_ran(cursor, from, value, origin, ran, version);
+}
+bool Engine::set_attr_after_delete(const SetCursor& cursor, Binding from, std::uint64_t value, Origin origin,
+                                   const RanDelete& ran, std::uint64_t* version) {
+  return impl_->set_attr_ran(cursor, from, value, origin, &ran, version, true);
+}
+bool Engine::c_delete_function(const SetCursor& cursor, void** fn, std::uint64_t* extra_state) const {
+  return impl_->c_delete_function(cursor, fn, extra_state);
 }
 Result Engine::get_attr(ObjectKind kind, Handle handle, KeyvalId keyval, Binding as, void* attribute_val,
                         int* flag, bool* truncated) const {

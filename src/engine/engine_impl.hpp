@@ -685,8 +685,11 @@ struct Engine::Impl {
   // rest are made here. Nothing waits and nothing is called: anything other than the plain case
   // (no callbacks running for the object, exactly the delete callback the standard requires here
   // and it succeeded) answers false and changes nothing.
+  // (after_callback: Engine::set_attr_after_delete, which also takes a cursor whose layout moved.)
   bool set_attr_ran(const SetCursor& c, Binding from, std::uint64_t value, Origin origin, const RanDelete* ran,
-                    std::uint64_t* version);
+                    std::uint64_t* version, bool after_callback = false);
+  // Engine::c_delete_function.
+  bool c_delete_function(const SetCursor& c, void** fn, std::uint64_t* extra_state) const;
 
   // The checks of a call that reads (get) or may delete an attribute (lock held): Ok with the
   // attribute's record (nullptr if not set), or why the call is refused.

@@ -534,6 +534,17 @@ int replay_copy(Replay& r, const CopyCall& c, std::uint64_t* out, int* flag) {
   return MPI_SUCCESS;
 }
 
+}  // namespace
+
+// Emulate mode's cache paths (hooks.cpp: set_emulated, delete_emulated): a C delete callback run
+// as the invoker below runs it for the engine (the frame, an exception caught, an error reported).
+int run_c_delete(ObjectKind kind, void* fn, Handle object, int key, std::uint64_t value, std::uint64_t extra) {
+  CbFrame frame{fn, object, call_name(), nullptr, key, kind, false, false};
+  return run_delete_as(frame, key, [&] { return call_c_delete(kind, fn, object, key, value, extra); });
+}
+
+namespace {
+
 class RuntimeInvoker final : public CallbackInvoker {
  public:
   int copy(const CopyCall& c, std::uint64_t* out, int* flag) override {

@@ -26,8 +26,9 @@ struct alignas(64) FastState {
   const std::atomic<std::uint64_t>* layout = nullptr;   // Engine::layout_counter()
   // MPI running: queries may be remembered only then (so nothing remembered outlives a close).
   std::atomic<bool> open{false};
-  // Shadow mode: sets may be deferred. Below MPI_THREAD_MULTIPLE no two threads call at once; at
-  // MULTIPLE only while one thread calls (cleared for good when a second one does).
+  // Shadow and emulate mode: sets may be deferred (emulate: those that run no callback here,
+  // set_path.hpp). Below MPI_THREAD_MULTIPLE no two threads call at once; at MULTIPLE only while
+  // one thread calls (cleared for good when a second one does).
   std::atomic<bool> defer_sets{false};
   // From MPI_THREAD_SERIALIZED: another thread may call next; it settles the sets (pending_owner).
   bool share_pending = false;

@@ -444,8 +444,108 @@ int on_set_attr(const Call& call, Handle h, int key, std::uint64_t word, const F
   return mirror_library_set(call, h, key, word, rc, replay);
 }
 
+namespace {
+// Emulate mode, a set or delete whose delete callback the cache ran itself (with `old`,
+// successfully), when what the cache meant to do next no longer holds (the callback called MPI,
+// which applied the pending sets or moved the layout; no room for another pending set): the
+// engine makes the change without running the callback again (Engine::set_attr_after_delete,
+// delete_attr_ran; else the general way, answered from the run).
+[[gnu::noinline]] int change_after_callback(const Call& call, const SetCursor& cursor, Handle h, int key,
+                                            std::uint64_t old, const std::uint64_t* word) {
+  settle();
+  Engine& e = *state().engine;
+  const ObjectKind kind = call.api->kind;
+  const RanDelete ran{h, key, old, MPI_SUCCESS};
+  const Origin origin = word ? origin_site(call) : 0;
+  if (word ? e.set_attr_after_delete(cursor, Binding::C, *word, origin, ran) : e.delete_attr_ran(cursor, &ran))
+    return MPI_SUCCESS;
+  ReplayScope replay(call, true);
+  replay.replay().seen.push_back(Observation{false, kind, h, key, old, MPI_SUCCESS, 0, 0, false, 0});
+  const Result res = word ? e.set_attr(kind, h, key, Binding::C, *word, origin) : e.delete_attr(kind, h, key);
+  replay.finish();
+  return res.ok() ? MPI_SUCCESS : refuse(call, res, kind, h, key, key);
+}
+
+// Emulate mode: runs the user delete callback of q's keyval on q's current value from the cache
+// (the set replacing it, or the delete of a deferred first set), marked as `call`'s. False if it
+// is not a C function (then the engine's path runs it); else *cb is what it returned (a failure
+// fails the call, and the attribute stays: *rc then says so).
+inline bool run_cached_delete(const Call& call, const QueryCache::Entry& q, Handle h, int key, int* cb, int* rc) {
+  void* fn;
+  std::uint64_t extra;
+  if (!state().engine->c_delete_function(q.cursor, &fn, &extra)) return false;
+  const Call* const outer = t_call;
+  t_call = &call;
+  *cb = run_c_delete(call.api->kind, fn, h, key, q.word, extra);
+  t_call = outer;
+  if (__builtin_expect(*cb != MPI_SUCCESS, 0)) *rc = refuse(call, Result{Status::CallbackFailed, *cb}, call.api->kind, h, key, key);
+  return true;
+}
+
+// Emulate mode, a set replacing a value whose keyval has a user delete function, with q's answer
+// current at `version`: the cache runs the old value's callback, then defers the set (its
+// record says the callback ran: fast_path.hpp, PendingSet::replaced). False: nothing done.
+bool replace_from_cache(const Call& call, QueryCache::Entry& q, Handle h, int key, std::uint64_t word,
+                        std::uint64_t version, int* rc) {
+  const SetCursor cursor = q.cursor;
+  const std::uint64_t old = q.word, query = q.query;
+  const std::uint8_t pending = q.pending;
+  int cb;
+  if (!run_cached_delete(call, q, h, key, &cb, rc)) return false;
+  if (cb != MPI_SUCCESS) return true;
+  // Nothing moved while it ran (any MPI call it made would have applied the pending sets).
+  if (__builtin_expect(q.object == h && q.query == query && q.pending == pending && q.version == version &&
+                           g_fast.version->load(std::memory_order_acquire) == version, 1) &&
+      (g_fast.share_pending ? record_pending<true>(q, word, call.caller, true)
+                            : record_pending<false>(q, word, call.caller, true))) {
+    *rc = MPI_SUCCESS;
+    return true;
+  }
+  *rc = change_after_callback(call, cursor, h, key, old, &word);
+  return true;
+}
+
+// Emulate mode, the delete of a deferred first set (record `pending` - 1) whose keyval has a user
+// delete function, with q's answer current at `version`: the cache runs the callback on the
+// pending value, then the pair cancels out (the engine never had the attribute). False: nothing
+// done.
+bool delete_from_cache(const Call& call, QueryCache::Entry& q, Handle h, int key, std::uint8_t pending,
+                       std::uint64_t version, int* rc) {
+  const SetCursor cursor = q.cursor;
+  const std::uint64_t old = q.word, query = q.query;
+  int cb;
+  if (!run_cached_delete(call, q, h, key, &cb, rc)) return false;
+  if (cb != MPI_SUCCESS) return true;
+  if (__builtin_expect(q.object == h && q.query == query && q.pending == pending &&
+                           g_fast.version->load(std::memory_order_acquire) == version, 1) &&
+      (g_fast.share_pending ? cancel_pending<true>(q, pending) : cancel_pending<false>(q, pending))) {
+    *rc = MPI_SUCCESS;
+    return true;
+  }
+  *rc = change_after_callback(call, cursor, h, key, old, nullptr);
+  return true;
+}
+}  // namespace
+
 int set_emulated(const Call& call, QueryCache::Entry& q, Handle h, int key, std::uint64_t word,
                  const FnRef<int()>& forward) {
+  if (defer_emulated_set(call, q, word)) return MPI_SUCCESS;
+  if (q.user_delete && callbacks_from_cache(call)) {
+    // (An answer out of date is read afresh, as for defer_emulated_set: in a run of replaces each
+    // one moved the engine's version until they are all deferred.)
+    std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
+    if (!QueryCache::has_answer(q, version) && refresh_answer(q, version))
+      version = g_fast.version->load(std::memory_order_acquire);
+    int rc;
+    if (QueryCache::has_answer(q, version)) {
+      if (!q.flag) {
+        if (defer_emulated_set(call, q, word)) return MPI_SUCCESS;
+      } else if (replace_from_cache(call, q, h, key, word, version, &rc)) {
+        return rc;
+      }
+    }
+  }
+  settle();  // the engine is about to change: the sets made before this one go first
   Engine& e = *state().engine;
   AtOutcome out;
   if (__builtin_expect(!q.user_delete, 1)) {  // no user code runs: nothing to mark or re-check
@@ -609,7 +709,34 @@ int delete_not_cancelled(const Call& call, Handle h, int key, int engine_key, in
 // whose current answer says the attribute is set, made through the query's cursor. False, with
 // nothing done, if the call is not such a delete or the cursor no longer serves: then the full
 // hook decides. True: *rc is what the call returns.
+namespace {
+bool delete_through_engine(const Call& call, QueryCache::Entry& entry, Handle h, int key, int* rc);
+}  // namespace
+
 bool delete_emulated(const Call& call, QueryCache::Entry& entry, Handle h, int key, int* rc) {
+  if (const std::uint8_t pending = entry.pending) {
+    // The delete of a deferred set that made the attribute: the pair cancels out in the cache
+    // (the engine never had the attribute), after the cache ran the keyval's user delete function.
+    const std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
+    if (t_pending.sets[pending - 1].inserted && QueryCache::has_answer(entry, version)) {
+      if (!entry.user_delete) {
+        if (g_fast.share_pending ? cancel_pending<true>(entry, pending) : cancel_pending<false>(entry, pending)) {
+          *rc = MPI_SUCCESS;
+          return true;
+        }
+      } else if (callbacks_from_cache(call) && delete_from_cache(call, entry, h, key, pending, version, rc)) {
+        return true;
+      }
+    }
+  }
+  return delete_through_engine(call, entry, h, key, rc);
+}
+
+namespace {
+// delete_emulated through the query's cursor (Engine::delete_attr_at). (Out of line: the
+// cancelling of a deferred set keeps a small frame.)
+[[gnu::noinline]] bool delete_through_engine(const Call& call, QueryCache::Entry& entry, Handle h, int key, int* rc) {
+  settle();  // the engine is about to be read: the pending sets go first
   QueryCache::Entry* const q = &entry;
   if (!q->flag || !QueryCache::has_answer(*q, g_fast.version->load(std::memory_order_acquire))) return false;
   const Handle object = q->object;
@@ -626,6 +753,7 @@ bool delete_emulated(const Call& call, QueryCache::Entry& entry, Handle h, int k
   if (out.result.ok()) emulated_answer(*q, user_delete, object, query, out.version, 0, 0);
   return true;
 }
+}  // namespace
 
 namespace {
 int delete_attr_full(const Call& call, Handle h, int key, const FnRef<int()>& forward);

@@ -548,7 +548,8 @@ void started(int provided) {
   // While one thread at a time calls, its sets may wait for the engine (fast_path.hpp); from
   // SERIALIZED whichever thread calls next applies them; at MULTIPLE a second thread calling ends
   // deferral (pending.cpp).
-  const bool defer = r.mode == Mode::Shadow;
+  // (Emulate mode defers the sets that run no callback the same way: set_path.hpp.)
+  const bool defer = r.mode == Mode::Shadow || r.mode == Mode::Emulate;
   g_fast.share_pending = defer && provided >= MPI_THREAD_SERIALIZED;
   g_fast.gate_pending = defer && provided >= MPI_THREAD_MULTIPLE;
   g_fast.defer_sets.store(defer, std::memory_order_relaxed);

@@ -65,9 +65,51 @@ template <bool kShared>
   return true;
 }
 
-// The C set wrappers' first test (gen_wrappers.py): whether a set may be deferred (shadow mode,
-// while sets are; defer_sets is never set in another mode). If so the wrapper's `_deferred` part
-// tries checked_set + set_deferred, else its out-of-line part decides. No test of the mode beyond
+// Emulate mode, deferred sets. Emulate is the cache: a set that runs no callback (the first set
+// of an attribute, or a replace whose keyval has no user delete function) is checked by the
+// query's cache entry alone (checked_set: valid at the current layout, no callback of ours
+// running, MPI running) and its application to the engine waits, as a shadow set's does
+// (fast_path.hpp, "Deferred sets": the entry holds the answer, every hook's enter() applies the
+// pending sets first, and so do the emulate quick ways before they touch the engine). A delete of
+// a set that made the attribute then cancels the pair in the cache (delete_emulated). Only where
+// the answer (what the set replaces) is known, and in the C binding, as in shadow mode. An answer
+// out of date is read afresh (refresh_answer): in a run of sets of several attributes each set
+// moved the engine's version until they are all deferred, after which it stays put.
+// False: not deferred, nothing done.
+[[gnu::always_inline]] inline bool defer_emulated_set(const Call& call, QueryCache::Entry& q,
+                                                      std::uint64_t word) noexcept {
+  if (!g_fast.defer_sets.load(std::memory_order_relaxed) || call.api->binding != Binding::C) return false;
+  const std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
+  // (With a user delete function only a first set is deferred: not worth a read of the engine.)
+  if (!QueryCache::has_answer(q, version) && (q.user_delete || !refresh_answer(q, version))) return false;
+  // (At MPI_THREAD_MULTIPLE a user delete function runs through the engine, callbacks_from_cache:
+  // a deferred first set would only have to be applied before its delete.)
+  if (q.user_delete && (q.flag || g_fast.gate_pending)) return false;
+  return g_fast.share_pending ? record_pending<true>(q, word, call.caller, false)
+                              : record_pending<false>(q, word, call.caller, false);
+}
+
+// Emulate mode: whether the cache may run a user delete callback itself (set_emulated,
+// delete_emulated), without the engine: while sets are deferred, in the C binding, below
+// MPI_THREAD_MULTIPLE (there a second thread may start calling while the callback runs; the
+// engine's path marks the object for it to wait on).
+inline bool callbacks_from_cache(const Call& call) noexcept {
+  return g_fast.defer_sets.load(std::memory_order_relaxed) && !g_fast.gate_pending &&
+         call.api->binding == Binding::C;
+}
+// A C delete callback run as the engine's invoker runs it (callbacks.cpp): its frame, an
+// exception caught, an error reported. Returns what it returned (MPI_ERR_OTHER if it threw).
+int run_c_delete(ObjectKind kind, void* fn, Handle object, int key, std::uint64_t value, std::uint64_t extra);
+
+// Emulate mode: a set of a query this thread already checked (checked_set), made through the
+// query's cursor (hooks.cpp). `forward`: the library's set, for the full hook (on_set_attr) when
+// the cursor no longer serves.
+int set_emulated(const Call& call, QueryCache::Entry& q, Handle h, int key, std::uint64_t word,
+                 const FnRef<int()>& forward);
+
+// The C set wrappers' first test (gen_wrappers.py): whether a set may be deferred (shadow or
+// emulate mode, while sets are; defer_sets is never set with mode=off). If so the wrapper's
+// `_deferred` part tries checked_set + set_deferred, else its out-of-line part decides. No test of the mode beyond
 // defer_sets: t_cb_top == nullptr also says that attrcheck is on (fresh_query).
 inline bool deferring_sets() noexcept { return g_fast.defer_sets.load(std::memory_order_relaxed); }
 
@@ -93,6 +135,11 @@ template <typename Forward>
 template <typename Forward>
 [[gnu::always_inline]] inline bool set_deferred(const Api& api, const void* caller, QueryCache::Entry& q, Handle h,
                                                 int key, std::uint64_t word, Forward forward, int* rc) {
+  if (!g_shadow) {  // emulate mode: set_emulated, its deferral inline
+    const Call call{&api, caller};
+    *rc = __builtin_expect(defer_emulated_set(call, q, word), 1) ? MPI_SUCCESS : set_emulated(call, q, h, key, word, forward);
+    return true;
+  }
   const std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
   if (!QueryCache::has_answer(q, version)) return false;
   const Call call{&api, caller};
@@ -101,11 +148,6 @@ template <typename Forward>
   return true;
 }
 
-// Emulate mode: a set of a query this thread already checked (checked_set), made through the
-// query's cursor (hooks.cpp). `forward`: the library's set, for the full hook (on_set_attr) when
-// the cursor no longer serves.
-int set_emulated(const Call& call, QueryCache::Entry& q, Handle h, int key, std::uint64_t word,
-                 const FnRef<int()>& forward);
 
 // The cached query a delete may take a quick way with (delete_cached), or nullptr (then call
 // the full hook, on_delete_attr): as checked_set. In shadow mode only a delete that cancels a
