@@ -474,10 +474,10 @@ inline bool run_cached_delete(const Call& call, const QueryCache::Entry& q, Hand
   void* fn;
   std::uint64_t extra;
   if (!state().engine->c_delete_function(q.cursor, &fn, &extra)) return false;
-  const Call* const outer = t_call;
-  t_call = &call;
-  *cb = run_c_delete(call.api->kind, fn, h, key, q.word, extra);
-  t_call = outer;
+  {
+    CallScope scope(call);
+    *cb = run_c_delete(call.api->kind, fn, h, key, q.word, extra);
+  }
   if (__builtin_expect(*cb != MPI_SUCCESS, 0)) *rc = refuse(call, Result{Status::CallbackFailed, *cb}, call.api->kind, h, key, key);
   return true;
 }
@@ -527,9 +527,8 @@ bool delete_from_cache(const Call& call, QueryCache::Entry& q, Handle h, int key
 }
 }  // namespace
 
-int set_emulated(const Call& call, QueryCache::Entry& q, Handle h, int key, std::uint64_t word,
-                 const FnRef<int()>& forward) {
-  if (defer_emulated_set(call, q, word)) return MPI_SUCCESS;
+int set_emulated_undeferred(const Call& call, QueryCache::Entry& q, Handle h, int key, std::uint64_t word,
+                            const FnRef<int()>& forward) {
   if (q.user_delete && callbacks_from_cache(call)) {
     // (An answer out of date is read afresh, as for defer_emulated_set: in a run of replaces each
     // one moved the engine's version until they are all deferred.)
@@ -559,10 +558,11 @@ int set_emulated(const Call& call, QueryCache::Entry& q, Handle h, int key, std:
   // it, and the entry re-checked after it.
   const Handle object = q.object;
   const std::uint64_t query = q.query;
-  const Call* const outer = t_call;
-  t_call = &call;
-  const bool done = e.set_attr_at(q.cursor, call.api->binding, word, origin_site(call), &out);
-  t_call = outer;
+  bool done;
+  {
+    CallScope scope(call);
+    done = e.set_attr_at(q.cursor, call.api->binding, word, origin_site(call), &out);
+  }
   if (!done) return on_set_attr(call, h, key, word, forward);
   if (!out.result.ok()) return refuse(call, out.result, call.api->kind, h, key, key);
   emulated_answer(q, true, object, query, out.version, word, 1);

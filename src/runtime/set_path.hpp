@@ -101,11 +101,16 @@ inline bool callbacks_from_cache(const Call& call) noexcept {
 // exception caught, an error reported. Returns what it returned (MPI_ERR_OTHER if it threw).
 int run_c_delete(ObjectKind kind, void* fn, Handle object, int key, std::uint64_t value, std::uint64_t extra);
 
-// Emulate mode: a set of a query this thread already checked (checked_set), made through the
-// query's cursor (hooks.cpp). `forward`: the library's set, for the full hook (on_set_attr) when
-// the cursor no longer serves.
-int set_emulated(const Call& call, QueryCache::Entry& q, Handle h, int key, std::uint64_t word,
-                 const FnRef<int()>& forward);
+// Emulate mode: a set of a query this thread already checked (checked_set): deferred if it may
+// be, else set_emulated_undeferred, made through the query's cursor (hooks.cpp). `forward`: the
+// library's set, for the full hook (on_set_attr) when the cursor no longer serves.
+int set_emulated_undeferred(const Call& call, QueryCache::Entry& q, Handle h, int key, std::uint64_t word,
+                            const FnRef<int()>& forward);
+inline int set_emulated(const Call& call, QueryCache::Entry& q, Handle h, int key, std::uint64_t word,
+                        const FnRef<int()>& forward) {
+  if (defer_emulated_set(call, q, word)) return MPI_SUCCESS;
+  return set_emulated_undeferred(call, q, h, key, word, forward);
+}
 
 // The C set wrappers' first test (gen_wrappers.py): whether a set may be deferred (shadow or
 // emulate mode, while sets are; defer_sets is never set with mode=off). If so the wrapper's
@@ -113,10 +118,6 @@ int set_emulated(const Call& call, QueryCache::Entry& q, Handle h, int key, std:
 // defer_sets: t_cb_top == nullptr also says that attrcheck is on (fresh_query).
 inline bool deferring_sets() noexcept { return g_fast.defer_sets.load(std::memory_order_relaxed); }
 
-// Shadow mode, C binding: set_cached's common case, inline in the wrapper with the library call
-// by value (no FnRef): a set of checked_set's entry `q` whose answer is current. False, with
-// nothing done, if the answer is not (then the wrapper's out-of-line path decides, which also
-// refreshes it: set_cached); true: the call was made, and *rc is what it returns.
 // A shadow set of checked_set's entry `q` once the call is in scope: the library's set, then,
 // if the answer (the value the set replaces) was `known` at `version`, the set deferred, else (or
 // if it cannot be) mirrored. Returns what the call returns. (set_deferred's and set_cached's
@@ -132,12 +133,18 @@ template <typename Forward>
   return mirror_library_set(call, h, key, word, rc, replay);
 }
 
+// C binding, shadow mode: set_cached's common case, inline in the wrapper with the library call
+// by value (no FnRef): a set of checked_set's entry `q` whose answer is current. False, with
+// nothing done, if the answer is not (then the wrapper's out-of-line path decides, which also
+// refreshes it: set_cached); true: the call was made, and *rc is what it returns. Emulate mode:
+// set_emulated, its deferral inline.
 template <typename Forward>
 [[gnu::always_inline]] inline bool set_deferred(const Api& api, const void* caller, QueryCache::Entry& q, Handle h,
                                                 int key, std::uint64_t word, Forward forward, int* rc) {
-  if (!g_shadow) {  // emulate mode: set_emulated, its deferral inline
+  if (!g_shadow) {
     const Call call{&api, caller};
-    *rc = __builtin_expect(defer_emulated_set(call, q, word), 1) ? MPI_SUCCESS : set_emulated(call, q, h, key, word, forward);
+    *rc = __builtin_expect(defer_emulated_set(call, q, word), 1) ? MPI_SUCCESS
+                                                                 : set_emulated_undeferred(call, q, h, key, word, forward);
     return true;
   }
   const std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
@@ -147,7 +154,6 @@ template <typename Forward>
   *rc = forward_then_defer(call, q, h, key, word, version, true, forward);
   return true;
 }
-
 
 // The cached query a delete may take a quick way with (delete_cached), or nullptr (then call
 // the full hook, on_delete_attr): as checked_set. In shadow mode only a delete that cancels a
