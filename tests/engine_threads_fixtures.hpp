@@ -288,8 +288,11 @@ inline Handle own_handle(int tid, std::uint64_t serial) {
 }
 constexpr Handle kSharedBase = 0x7FFF000000000000ULL;
 
-inline KeyvalSpec native_spec(ObjectKind kind, CopyAction copy, NativeCopyFn copy_fn, DeleteAction del,
-                       NativeDeleteFn del_fn, const void* extra) {
+// A keyval's spec with user callbacks of either signature: the engine-native ones (native_spec,
+// called by the default NativeInvoker) or ones that see the whole call (test_spec, TestInvoker).
+template <class CopyFn, class DeleteFn>
+KeyvalSpec spec_of(ObjectKind kind, CopyAction copy, CopyFn copy_fn, DeleteAction del, DeleteFn del_fn,
+                   const void* extra) {
   KeyvalSpec spec;
   spec.kind = kind;
   spec.copy.action = copy;
@@ -298,6 +301,10 @@ inline KeyvalSpec native_spec(ObjectKind kind, CopyAction copy, NativeCopyFn cop
   spec.del.fn = del == DeleteAction::User ? fn_ptr(del_fn) : nullptr;
   spec.extra_state = as_word(extra);
   return spec;
+}
+inline KeyvalSpec native_spec(ObjectKind kind, CopyAction copy, NativeCopyFn copy_fn, DeleteAction del,
+                              NativeDeleteFn del_fn, const void* extra) {
+  return spec_of(kind, copy, copy_fn, del, del_fn, extra);
 }
 
 // Tracks attribute value instances: each value set (or produced by a copy callback) is a unique
@@ -513,6 +520,25 @@ inline int inst_copy(Handle, int keyval, void* extra_state, void* attribute_val_
   return 0;
 }
 
+// Creates one keyval per element of `ctx` with inst_copy / inst_delete (into key[0..N-1]); a
+// failure is a gtest failure (the caller returns on HasFatalFailure()).
+template <std::size_t N, std::size_t M>
+void create_inst_keyvals(Engine& engine, InstanceRegistry* registry, Failures* failures,
+                         std::array<InstKeyCtx, N>& ctx, std::array<KeyvalId, M>& key) {
+  static_assert(M >= N, "a key for every context");
+  for (std::size_t k = 0; k < N; ++k) {
+    ctx[k].registry = registry;
+    ctx[k].failures = failures;
+    ASSERT_EQ(engine
+                  .create_keyval(native_spec(ObjectKind::Comm, CopyAction::User, inst_copy, DeleteAction::User,
+                                             inst_delete, &ctx[k]),
+                                 &key[k])
+                  .status,
+              Status::Ok);
+    ctx[k].id = key[k];
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Callbacks that see the whole call, cause included (engine_threads_callback_test).
 // ---------------------------------------------------------------------------------------------
@@ -532,15 +558,8 @@ class TestInvoker final : public CallbackInvoker {
 };
 
 inline KeyvalSpec test_spec(ObjectKind kind, CopyAction copy, TestCopyFn copy_fn, DeleteAction del,
-                     TestDeleteFn del_fn, const void* extra) {
-  KeyvalSpec spec;
-  spec.kind = kind;
-  spec.copy.action = copy;
-  spec.copy.fn = copy == CopyAction::User ? fn_ptr(copy_fn) : nullptr;
-  spec.del.action = del;
-  spec.del.fn = del == DeleteAction::User ? fn_ptr(del_fn) : nullptr;
-  spec.extra_state = as_word(extra);
-  return spec;
+                            TestDeleteFn del_fn, const void* extra) {
+  return spec_of(kind, copy, copy_fn, del, del_fn, extra);
 }
 
 constexpr int kCauses = 6;

@@ -38,17 +38,8 @@ TEST_F(EngineThreads, SharedKeyvalsFreedWhileAttributesUseThem) {
 
   std::array<InstKeyCtx, kKeys> key_ctx;
   std::array<KeyvalId, kKeys> key{};
-  for (int k = 0; k < kKeys; ++k) {
-    key_ctx[k].registry = &registry;
-    key_ctx[k].failures = &failures;
-    ASSERT_EQ(engine
-                  .create_keyval(native_spec(kComm, CopyAction::User, inst_copy,
-                                             DeleteAction::User, inst_delete, &key_ctx[k]),
-                                 &key[k])
-                  .status,
-              Status::Ok);
-    key_ctx[k].id = key[k];
-  }
+  create_inst_keyvals(engine, &registry, &failures, key_ctx, key);
+  if (HasFatalFailure()) return;
   // The main thread frees key k inside [free_started[k] = true, freed[k] = true].
   std::array<std::atomic<bool>, kKeys> free_started{};
   std::array<std::atomic<bool>, kKeys> freed{};

@@ -262,17 +262,8 @@ TEST_F(EngineThreads, DupRacesWithSetAndDelete) {
   ASSERT_EQ(engine.create_object(kComm, shared).status, Status::Ok);
   std::array<InstKeyCtx, kInstKeys> key_ctx;
   std::array<KeyvalId, kInstKeys + 1> key{};
-  for (int k = 0; k < kInstKeys; ++k) {
-    key_ctx[k].registry = &registry;
-    key_ctx[k].failures = &failures;
-    ASSERT_EQ(engine
-                  .create_keyval(native_spec(kComm, CopyAction::User, inst_copy,
-                                             DeleteAction::User, inst_delete, &key_ctx[k]),
-                                 &key[k])
-                  .status,
-              Status::Ok);
-    key_ctx[k].id = key[k];
-  }
+  create_inst_keyvals(engine, &registry, &failures, key_ctx, key);
+  if (HasFatalFailure()) return;
   // A Dup + NullDelete key with values from a known set.
   ASSERT_EQ(engine
                 .create_keyval(native_spec(kComm, CopyAction::Dup, nullptr,
