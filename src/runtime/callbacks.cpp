@@ -316,10 +316,16 @@ int trampoline_copy_fn(Obj old, int key, void* extra, void* in, void* out, int* 
   if (__builtin_expect(!threw && (rc != MPI_SUCCESS || (*flag != 0 && *flag != 1)), 0))
     report_copy_result(rc, *flag, key, rec->copy_fn, engine_id);
   if (rc == MPI_SUCCESS && *flag) std::memcpy(out, &value_out, sizeof(void*));
-  if (Replay* r = t_replay)
-    r->seen.emplace_back() = Observation{true, K, h, engine_id, as_model_pointer(K, h, engine_id, in), rc, *flag, value_out,
-                                         false, 0};
-  else if (rc == MPI_SUCCESS && *flag)  // a copy the library made inside a call attrcheck does not hook
+  if (Replay* r = t_replay) {
+    const std::uint64_t value_in = as_model_pointer(K, h, engine_id, in);
+    RunLog* const log = r->log;
+    if (__builtin_expect(log && log->copy && log->object == h && log->kind == K, 1)) {
+      log->copies.push_back(RanCopy{engine_id, rc, *flag, value_in, value_out});
+      if (__builtin_expect(*flag != 0 && *flag != 1, 0)) log->odd_flag = true;
+    } else {
+      r->seen.emplace_back() = Observation{true, K, h, engine_id, value_in, rc, *flag, value_out, false, 0};
+    }
+  } else if (rc == MPI_SUCCESS && *flag)  // a copy the library made inside a call attrcheck does not hook
     rec->unseen_copy.store(true, std::memory_order_relaxed);
   return rc;
 }
@@ -336,8 +342,14 @@ int trampoline_delete_fn(Obj object, int key, void* value, void* extra) {
     return reinterpret_cast<Fn>(rec->delete_fn)(object, key, value,
                                                 reinterpret_cast<void*>(static_cast<std::uintptr_t>(rec->extra_state)));
   });
-  if (Replay* r = t_replay)
-    r->seen.emplace_back() = Observation{false, K, h, engine_id, reinterpret_cast<std::uintptr_t>(value), rc, 0, 0, false, 0};
+  if (Replay* r = t_replay) {
+    const std::uint64_t value_in = reinterpret_cast<std::uintptr_t>(value);
+    RunLog* const log = r->log;
+    if (__builtin_expect(log && !log->copy && log->object == h && log->kind == K, 1))
+      log->deletes.push_back(RanDelete{h, engine_id, value_in, rc});
+    else
+      r->seen.emplace_back() = Observation{false, K, h, engine_id, value_in, rc, 0, 0, false, 0};
+  }
   return rc;
 }
 
@@ -631,7 +643,23 @@ bool in_teardown_callback_slow() noexcept {
   return false;
 }
 
+void ReplayScope::unlog() {
+  RunLog* const log = replay_.log;
+  if (!log) return;
+  replay_.log = nullptr;
+  if (log->copy) {
+    for (const RanCopy& c : log->copies)
+      replay_.seen.push_back(Observation{true, log->kind, log->object, c.keyval, c.value_in, c.rc, c.flag, c.value_out, false, 0});
+    log->copies.clear();
+  } else {
+    for (const RanDelete& d : log->deletes)
+      replay_.seen.push_back(Observation{false, log->kind, d.object, d.keyval, d.value, d.rc, 0, 0, false, 0});
+    log->deletes.clear();
+  }
+}
+
 void ReplayScope::finish() {
+  unlog();
   t_replay = replay_.outer;  // nothing more is collected
   if (replay_.lenient) return;
   for (const Observation& o : replay_.seen) {

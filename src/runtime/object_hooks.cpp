@@ -71,32 +71,82 @@ void register_new(ObjectKind kind, Handle h, Origin origin) {
   if (s == Status::CapacityExhausted) object_limit();
 }
 
-// The engine's mirror of a dup or free the library made, when the replay holds only the callbacks
-// the library ran for that object (Engine::dup_object_ran / free_object_ran take the plain case
-// from them in one pass, without replaying them one by one). True: mirrored, and every callback
-// seen is accounted for; false: nothing changed (mirror through the replay).
-thread_local std::vector<RanCopy> t_ran_copies;
-thread_local std::vector<RanDelete> t_ran_deletes;
+// The thread's RunLog (runtime.hpp), claimed by a dup or free for the callbacks the library runs
+// for its object; released (and emptied) when the hook returns. Busy (a dup or free inside a
+// callback of another): this one collects Observations only.
+thread_local RunLog t_run_log;
 
+class LogRuns {
+ public:
+  LogRuns(ReplayScope& replay, ObjectKind kind, Handle object, bool copy) noexcept {
+    RunLog& log = t_run_log;
+    if (log.busy) return;
+    log.busy = true;
+    log.object = object;
+    log.kind = kind;
+    log.copy = copy;
+    log.odd_flag = false;
+    log_ = &log;
+    replay.replay().log = log_;
+  }
+  ~LogRuns() {
+    if (!log_) return;
+    log_->copies.clear();
+    log_->deletes.clear();
+    log_->busy = false;
+  }
+  LogRuns(const LogRuns&) = delete;
+  LogRuns& operator=(const LogRuns&) = delete;
+
+ private:
+  RunLog* log_ = nullptr;
+};
+
+// The engine's mirror of a dup or free the library made, when the callbacks the library ran were
+// all for that object (Engine::dup_object_ran / free_object_ran take the plain case from them in
+// one pass, without replaying them one by one): the log's runs, and any Observations (a Fortran
+// callback's, or all of them when the log was busy) converted to its terms. True: mirrored, and
+// every callback seen is accounted for; false: nothing changed (mirror through the replay, after
+// ReplayScope::unlog).
 bool dup_ran(ObjectKind kind, Handle old, Handle fresh, Replay& replay, Origin origin) {
-  std::vector<RanCopy>& ran = t_ran_copies;
-  ran.clear();
+  RunLog* const log = replay.log;
+  if (!log) return false;
+  std::vector<RanCopy>& ran = log->copies;
+  const std::size_t logged = ran.size();
   for (const Observation& o : replay.seen) {
-    if (!o.copy || o.kind != kind || o.object != old) return false;
+    if (!o.copy || o.kind != kind || o.object != old) {
+      ran.resize(logged);
+      return false;
+    }
     ran.push_back(RanCopy{o.engine_id, o.rc, o.flag, o.value_in, o.value_out});
   }
-  return state().engine->dup_object_ran(kind, old, fresh, ran.data(), ran.size(), origin);
+  if (state().engine->dup_object_ran(kind, old, fresh, ran.data(), ran.size(), origin)) return true;
+  ran.resize(logged);
+  return false;
 }
 
 bool free_ran(ObjectKind kind, Handle h, Replay& replay) {
-  if (replay.has_ordered_object) return false;
-  std::vector<RanDelete>& ran = t_ran_deletes;
-  ran.clear();
+  RunLog* const log = replay.log;
+  if (!log || replay.has_ordered_object) return false;
+  std::vector<RanDelete>& ran = log->deletes;
+  const std::size_t logged = ran.size();
   for (const Observation& o : replay.seen) {
-    if (o.copy || o.kind != kind || o.object != h) return false;
+    if (o.copy || o.kind != kind || o.object != h) {
+      ran.resize(logged);
+      return false;
+    }
     ran.push_back(RanDelete{o.object, o.engine_id, o.value_in, o.rc});
   }
-  return state().engine->free_object_ran(kind, h, ran.data(), ran.size());
+  if (state().engine->free_object_ran(kind, h, ran.data(), ran.size())) return true;
+  ran.resize(logged);
+  return false;
+}
+
+// A copy callback's run whose *flag was neither 0 nor 1: the flag (and value) the library acted on.
+void odd_flag_as_library(ObjectKind kind, Handle fresh, int engine_id, int rc, int* flag, std::uint64_t* value_out) {
+  if (rc != MPI_SUCCESS || *flag == 0 || *flag == 1) return;
+  const KeyRecord* rec = record_for(engine_id);
+  *flag = rec && library_attr(kind, fresh, rec->user_id, value_out, rec->lang) ? 1 : 0;
 }
 
 // A handle the library will never hand out, for mirroring a dup the library refused.
@@ -135,17 +185,18 @@ int on_dup(const Call& call, Handle old, const FnRef<int(Handle*)>& forward, con
     return refuse(call, res, kind, old, 0, 0);
   }
   ReplayScope replay(call, false);
+  LogRuns log(replay, kind, old, true);
   rc = forward(&fresh);
   Result res;
   if (rc == MPI_SUCCESS) {
     // A copy callback's flag other than 0 or 1 means whatever the library made of it (the
     // standard says "non-zero copies", Open MPI copies only on 1): ask the library, so the model
     // follows it instead of calling its choice a divergence (callback.bad-flag was reported).
-    for (Observation& o : replay.replay().seen) {
-      if (!o.copy || o.rc != MPI_SUCCESS || o.flag == 0 || o.flag == 1) continue;
-      const KeyRecord* rec = record_for(o.engine_id);
-      o.flag = rec && library_attr(kind, fresh, rec->user_id, &o.value_out, rec->lang) ? 1 : 0;
+    if (RunLog* l = replay.replay().log; l && l->odd_flag) {
+      for (RanCopy& c : l->copies) odd_flag_as_library(kind, fresh, c.keyval, c.rc, &c.flag, &c.value_out);
     }
+    for (Observation& o : replay.replay().seen)
+      if (o.copy) odd_flag_as_library(kind, fresh, o.engine_id, o.rc, &o.flag, &o.value_out);
     wait_for_free_of(fresh);
     note_created(kind, fresh);
     e.forget_object(kind, fresh);  // a stale registration of a reused handle, if any
@@ -153,6 +204,7 @@ int on_dup(const Call& call, Handle old, const FnRef<int(Handle*)>& forward, con
       replay.dismiss();
       return rc;
     }
+    replay.unlog();
     res = e.dup_object(kind, old, fresh, origin_site(call));
     if (res.status == Status::CapacityExhausted) {  // the new object goes unchecked
       replay.replay().lenient = true;
@@ -169,6 +221,7 @@ int on_dup(const Call& call, Handle old, const FnRef<int(Handle*)>& forward, con
   }
   // The library refused (a copy callback failed, or it ran out of something): the model must
   // fail too, replaying what the library ran.
+  replay.unlog();
   if (refused_unknown(call, kind, old, rc, replay)) return rc;
   replay.replay().lenient = true;
   const Handle scratch = scratch_handle();
@@ -275,6 +328,7 @@ int on_free(const Call& call, Handle h, const FnRef<int()>& forward) {
   const bool adopted = adopted_now(kind, h);
   FreeWindow window(h);
   ReplayScope replay(call, false);
+  LogRuns log(replay, kind, h, false);
   rc = forward();
   if (rc == MPI_SUCCESS && free_ran(kind, h, replay.replay())) {
     replay.dismiss();
@@ -282,6 +336,7 @@ int on_free(const Call& call, Handle h, const FnRef<int()>& forward) {
     forget_references(kind, h);
     return rc;
   }
+  replay.unlog();
   if (rc != MPI_SUCCESS) replay.replay().lenient = true;
   // A handle the tool never saw made, and the library refuses it: nothing was known to diverge
   // from (e.g. the handle Open MPI leaves behind after a failed MPI_Type_dup).

@@ -120,6 +120,23 @@ class InlineList {
   T inline_[N];
 };
 
+// Shadow dup / free: the library's runs of the C callbacks of the object being duplicated (copy
+// callbacks) or freed (delete callbacks), logged by the trampolines directly in the terms
+// Engine::dup_object_ran / free_object_ran take, instead of as Observations converted afterwards
+// (MPICH dup + free of 64 attributes [user]: the conversions, the Observations' growth and their
+// heap block cost ~80 instructions an attribute, callgrind). One per thread, reused (its vectors
+// keep their capacity); a dup or free run from inside a callback of another finds it busy and
+// goes without (object_hooks.cpp).
+struct RunLog {
+  std::vector<RanCopy> copies;
+  std::vector<RanDelete> deletes;
+  Handle object = 0;
+  ObjectKind kind = ObjectKind::Comm;
+  bool copy = false;      // logging copy callbacks (a dup) or delete callbacks (a free)
+  bool odd_flag = false;  // a logged copy callback set *flag to neither 0 nor 1
+  bool busy = false;
+};
+
 // Collects the callbacks the library runs during one forwarded call, then answers the engine's
 // mirror of that call from them (shadow mode): the engine never runs user code twice.
 struct Replay {
@@ -129,6 +146,7 @@ struct Replay {
   bool has_ordered_object = false;
   InlineList<Observation, 8> seen;
   std::size_t used_below = 0;  // seen[0 .. used_below) are all used (callbacks.cpp)
+  RunLog* log = nullptr;       // runs for one object logged apart from `seen` (dup / free)
   Replay* outer = nullptr;
 };
 
@@ -313,6 +331,8 @@ class ReplayScope {
   void order_deletes_on(Handle h) noexcept { replay_.ordered_object = h; replay_.has_ordered_object = true; }
   // Reports callbacks the library ran that the engine did not ask for.
   void finish();
+  // Moves the runs logged apart (Replay::log) into `seen`, for the replay one by one.
+  void unlog();
   // Stops collecting, with nothing to report: the engine has accounted for every callback seen.
   void dismiss() noexcept { t_replay = replay_.outer; }
 
