@@ -61,7 +61,7 @@ bool adopt(ObjectKind kind, Handle h, bool library_vouches) {
   {
     std::lock_guard<std::mutex> lock(r.freed_mu);
     auto& freed = r.freed[static_cast<int>(kind)];
-    if (freed.count(h)) {
+    if (freed.contains(h)) {
       // Live after all if the library vouches for it, or passed it to a callback running now
       // (an object made inside the library, or through a call the tool does not intercept).
       if (!library_vouches && !in_callback_for(kind, h)) return false;

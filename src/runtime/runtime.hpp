@@ -12,6 +12,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "runtime/handle_set.hpp"
 #include "attrcheck/engine.hpp"
 #include "attrcheck/provenance.hpp"
 #include "report/report.hpp"
@@ -188,7 +189,7 @@ struct Runtime {
 
   // Handles freed through the tool and not handed out again: using one is object.invalid.
   std::mutex freed_mu;
-  std::unordered_set<Handle> freed[kObjectKinds];
+  HandleSet freed[kObjectKinds];
   // Extra references the library handed out to live objects (MPI_Type_get_contents), each owed
   // one free before the object goes; reference_count: their total, so frees check it in one load.
   std::unordered_map<Handle, int> references[kObjectKinds];
