@@ -172,6 +172,7 @@ struct Engine::Impl {
     o->mutating = nullptr;
     o->created_at = origin;
     o->next_order = 1;
+    o->set_order_ok = false;
 
     HandleMap* m = map_.load(std::memory_order_relaxed);
     WriteSection ws(seq_, &layout_);
@@ -297,6 +298,7 @@ struct Engine::Impl {
         table_pool_[32 - t->shift].push_back(t);
       }
       o->table.store(bigger, std::memory_order_release);
+      o->set_order_ok = false;  // (the records moved)
       t = bigger;
     }
     return t;
@@ -321,6 +323,7 @@ struct Engine::Impl {
   // value's cell released out of line: an emulated set + delete ~20 instructions less, callgrind.)
   [[gnu::always_inline]] void erase_attr(ObjectSlot* o, AttrRec* rec) {
     AttrTable* t = o->table.load(std::memory_order_relaxed);
+    o->set_order_ok = false;
     if (__builtin_expect(rec->cell() != 0, 0)) release_cell_out_of_line(*rec);
     std::uint32_t hole = static_cast<std::uint32_t>(rec - t->recs.get());
     std::uint32_t j = hole;
@@ -373,6 +376,7 @@ struct Engine::Impl {
     rec->set_at = origin;
     if (__builtin_expect(o->next_order == UINT32_MAX, 0)) renumber(o);
     rec->order = o->next_order++;
+    o->set_order_ok = false;
   }
 
   // After 2^32 sets on one object: renumber its attributes 1..n, keeping their order.
@@ -542,27 +546,32 @@ struct Engine::Impl {
   // Working space of the operations that go through an object's attributes in set order (lock
   // held while taking and giving back).
   VectorPool<std::uint64_t> scratch_pool_;
-  VectorPool<std::uint32_t> index_pool_;
   VectorPool<KeyvalId> key_pool_;
 
-  // The indices into the object's table of its attributes, oldest first (lock held; give the
-  // vector back to index_pool_).
-  std::vector<std::uint32_t> records_oldest_first(const ObjectSlot* o) {
-    std::vector<std::uint64_t> scratch = scratch_pool_.take();
-    std::vector<std::uint32_t> indices = index_pool_.take();
-    records_in_set_order(o->table.load(std::memory_order_relaxed), &scratch, &indices);
-    scratch_pool_.give(std::move(scratch));
-    return indices;
+  // The indices into the object's table of its attributes, oldest first (lock held): the list the
+  // object keeps, made again only if its records changed since it was last made. Valid until they
+  // change: an object a dup or free walks is marked mutating by this thread, so none of its
+  // records changes during the walk (other threads wait, this thread's callbacks are refused).
+  // (A communicator dup'd again and again, and each copy freed: no sort or placing pass on either
+  // side; records_in_set_order took ~85 instructions an attribute of a dup + free, MPICH emulate
+  // [user], callgrind.)
+  const std::vector<std::uint32_t>& set_order_of(ObjectSlot* o) {
+    if (!o->set_order_ok) {
+      std::vector<std::uint64_t> scratch = scratch_pool_.take();
+      records_in_set_order(o->table.load(std::memory_order_relaxed), &scratch, &o->set_order);
+      scratch_pool_.give(std::move(scratch));
+      o->set_order_ok = true;
+    }
+    return o->set_order;
   }
 
   // The object's attribute keys, newest first (lock held; give the vector back to key_pool_).
-  std::vector<KeyvalId> keys_newest_first(const ObjectSlot* o) {
-    std::vector<std::uint32_t> indices = records_oldest_first(o);
+  std::vector<KeyvalId> keys_newest_first(ObjectSlot* o) {
+    const std::vector<std::uint32_t>& order = set_order_of(o);
     std::vector<KeyvalId> keys = key_pool_.take();
-    keys.reserve(indices.size());
+    keys.reserve(order.size());
     const AttrTable* t = o->table.load(std::memory_order_relaxed);
-    for (auto i = indices.rbegin(); i != indices.rend(); ++i) keys.push_back(t->recs[*i].key.load(std::memory_order_relaxed));
-    index_pool_.give(std::move(indices));
+    for (auto i = order.rbegin(); i != order.rend(); ++i) keys.push_back(t->recs[*i].key.load(std::memory_order_relaxed));
     return keys;
   }
 
@@ -711,7 +720,9 @@ struct Engine::Impl {
 
   Result dup_object(ObjectKind kind, Handle old_h, Handle new_h, Origin origin);
   // put() of a copy onto the object a dup makes (lock held; objects.cpp).
-  [[gnu::always_inline]] inline Status put_copy(ObjectSlot* o, KeyvalId key, Binding repr, std::uint64_t word, bool predefined, Origin origin);
+  // *placed: the record it went into, or nullptr if it went the general way (put_at).
+  [[gnu::always_inline]] inline Status put_copy(ObjectSlot* o, KeyvalId key, Binding repr, std::uint64_t word, bool predefined,
+                                                Origin origin, AttrRec** placed);
 
   Result free_object(ObjectKind kind, Handle h);
   Result delete_each(Lock& lk, std::uint32_t slot, ObjectSlot* o);  // free_object's deletes (objects.cpp)

@@ -22,15 +22,18 @@ Result Engine::Impl::create_object(ObjectKind kind, Handle h, std::uint8_t flags
 // no lookup is needed; a C value needs no cell, and reserve() made the table big enough (a copy
 // through put(): ~90 instructions, this: ~30, inlined, callgrind).
 Status Engine::Impl::put_copy(ObjectSlot* o, KeyvalId key, Binding repr, std::uint64_t word, bool predefined,
-                              Origin origin) {
+                              Origin origin, AttrRec** placed) {
   AttrTable* t = o->table.load(std::memory_order_relaxed);
-  if (repr != Binding::C || !t || (t->count + 1) * 4 > t->capacity() * 3)
+  if (repr != Binding::C || !t || (t->count + 1) * 4 > t->capacity() * 3) {
+    *placed = nullptr;
     return put_at(o, nullptr, key, repr, word, predefined, origin);
+  }
   WriteSection ws(seq_);
   ++t->count;
   AttrRec* rec = probe_empty(t, key);
   rec->key.store(key, std::memory_order_relaxed);
   store_value(o, rec, static_cast<std::uint32_t>(Binding::C) | (predefined ? kMetaPredefined : 0u), word, origin);
+  *placed = rec;
   return Status::Ok;
 }
 
@@ -69,14 +72,24 @@ Result Engine::Impl::dup_object(ObjectKind kind, Handle old_h, Handle new_h, Ori
   ObjectSlot* fresh = objects_.get(new_slot);
   fresh->mutating = this_thread_token();
   const AttrTable* t = old->table.load(std::memory_order_relaxed);
-  std::vector<std::uint32_t> indices = records_oldest_first(old);
-  reserve(fresh, static_cast<std::uint32_t>(indices.size()));
+  // (Its list, which stays as it is while the copies are made: see set_order_of.)
+  const std::vector<std::uint32_t>& order = set_order_of(old);
+  const std::size_t n = order.size();
+  reserve(fresh, static_cast<std::uint32_t>(n));
+  // The copy's set order is the order the copies go in: kept for it as they go, so that its free
+  // (or another dup of it) finds its list made. Only where each went straight into the table
+  // reserved for it; else the list is made again when needed.
+  const AttrTable* const ct = fresh->table.load(std::memory_order_relaxed);
+  std::vector<std::uint32_t>& fresh_order = fresh->set_order;
+  fresh_order.clear();
+  fresh_order.reserve(n);
+  bool order_kept = true;
 
   Result failure;
   {
     FrameGuard frame(this, old_slot);  // (for every callback below: only they run engine calls on this thread)
-    for (const std::uint32_t i : indices) {
-      const AttrRec& rec = t->recs[i];
+    for (std::size_t j = 0; j < n; ++j) {
+      const AttrRec& rec = t->recs[order[j]];
       const KeyvalId key = rec.key.load(std::memory_order_relaxed);
       Binding repr = repr_of(rec);
       std::uint64_t word = rec.value.load(std::memory_order_relaxed);
@@ -114,15 +127,22 @@ Result Engine::Impl::dup_object(ObjectKind kind, Handle old_h, Handle new_h, Ori
           word = normalise(repr, out);
         }
       }
-      const Status ps = put_copy(fresh, key, repr, word, k == nullptr, origin);
+      AttrRec* placed;
+      const Status ps = put_copy(fresh, key, repr, word, k == nullptr, origin, &placed);
       if (__builtin_expect(ps != Status::Ok, 0)) {
         failure = {ps, 0};
         break;
       }
+      if (__builtin_expect(placed != nullptr, 1)) {
+        fresh_order.push_back(static_cast<std::uint32_t>(placed - ct->recs.get()));
+      } else {
+        order_kept = false;
+      }
       if (k) ++k->attributes;
     }
   }
-  index_pool_.give(std::move(indices));
+  // (After the last copy: each store_value dropped the list.)
+  fresh->set_order_ok = order_kept && failure.ok() && fresh->table.load(std::memory_order_relaxed) == ct;
   // The copying is over: rollback callbacks run for the new object only, so the old one may be
   // modified from inside them (docs/engine.md, "Callbacks and re-entrance").
   old->mutating = old_holder;
@@ -180,12 +200,8 @@ Result Engine::Impl::free_object(ObjectKind kind, Handle h) {
 // engine changed meanwhile. (MPICH emulate
 // [user], 64 attributes: ~60 instructions an attribute less than delete_all, callgrind.)
 Result Engine::Impl::delete_each(Lock& lk, std::uint32_t slot, ObjectSlot* o) {
-  std::vector<std::uint32_t> indices = records_oldest_first(o);
-  std::vector<KeyvalId> keys = key_pool_.take();
-  keys.reserve(indices.size());
+  std::vector<KeyvalId> keys = keys_newest_first(o);
   AttrTable* const t = o->table.load(std::memory_order_relaxed);  // (erasing never moves the table)
-  for (auto i = indices.rbegin(); i != indices.rend(); ++i) keys.push_back(t->recs[*i].key.load(std::memory_order_relaxed));
-  index_pool_.give(std::move(indices));
   Result result;
   for (const KeyvalId key : keys) {
     AttrRec* rec = find_attr(t, key);
