@@ -548,6 +548,21 @@ struct Engine::Impl {
   VectorPool<std::uint64_t> scratch_pool_;
   VectorPool<KeyvalId> key_pool_;
 
+  // A dup's plan for one attribute it copies, in set order (objects.cpp).
+  struct CopyStep {
+    KeyvalSlot* keyval;  // nullptr: a predefined attribute
+    std::uint64_t word;  // the value as set
+    KeyvalId key;
+    Binding repr;
+    bool call;           // its user copy callback decides: the run's next call
+  };
+  VectorPool<CopyStep> step_pool_;
+  VectorPool<CopyCall> call_pool_;
+  VectorPool<CopyOutcome> outcome_pool_;
+  // The copy callbacks of a dup (the lock released): in one run of the invoker, or with an
+  // observer one at a time, each told to it as it returns. Returns how many ran (objects.cpp).
+  std::size_t run_copies(const CopyCall* calls, std::size_t n, CopyOutcome* out);
+
   // The indices into the object's table of its attributes, oldest first (lock held): the list the
   // object keeps, made again only if its records changed since it was last made. Valid until they
   // change: an object a dup or free walks is marked mutating by this thread, so none of its
@@ -726,6 +741,21 @@ struct Engine::Impl {
 
   Result free_object(ObjectKind kind, Handle h);
   Result delete_each(Lock& lk, std::uint32_t slot, ObjectSlot* o);  // free_object's deletes (objects.cpp)
+  // delete_each's run of the invoker: where it stands, and its step between two callbacks.
+  struct FreeRun {
+    Impl* impl;
+    ObjectSlot* o;
+    AttrTable* t;
+    const KeyvalId* keys;  // newest first
+    std::size_t n, next;   // how many, and the next to look at
+    AttrRec* rec;          // the record of the callback running, as it was found
+    KeyvalSlot* k;         // and its keyval
+    std::uint64_t before;  // seq_ when it was found
+    DeleteCall call;
+    Result result;
+  };
+  bool free_advance(FreeRun* r);
+  static bool free_step(void* ctx, int rc, bool threw);
 
   // Engine::dup_object_ran, Engine::free_object_ran (objects_ran.cpp).
   bool dup_object_ran(ObjectKind kind, Handle old_h, Handle new_h, const RanCopy* ran, std::size_t n, Origin origin);
