@@ -553,9 +553,14 @@ struct Engine::Impl {
     KeyvalSlot* keyval;  // nullptr: a predefined attribute
     std::uint64_t word;  // the value as set
     KeyvalId key;
+    std::uint32_t slot;  // its record's index in the old object's table
     Binding repr;
     bool call;           // its user copy callback decides: the run's next call
   };
+  // A dup's table whose records sit where the old object's did, some missing (not copied): the
+  // same records in a clean table of its size, where lookups find them (lock held, the table no
+  // object's yet; objects.cpp).
+  AttrTable* repack(AttrTable* ct);
   VectorPool<CopyStep> step_pool_;
   VectorPool<CopyCall> call_pool_;
   VectorPool<CopyOutcome> outcome_pool_;
@@ -734,10 +739,6 @@ struct Engine::Impl {
   Result install_predefined(ObjectKind kind, Handle h, KeyvalId key, Binding repr, std::uint64_t value);
 
   Result dup_object(ObjectKind kind, Handle old_h, Handle new_h, Origin origin);
-  // put() of a copy onto the object a dup makes (lock held; objects.cpp).
-  // *placed: the record it went into, or nullptr if it went the general way (put_at).
-  [[gnu::always_inline]] inline Status put_copy(ObjectSlot* o, KeyvalId key, Binding repr, std::uint64_t word, bool predefined,
-                                                Origin origin, AttrRec** placed);
 
   Result free_object(ObjectKind kind, Handle h);
   Result delete_each(Lock& lk, std::uint32_t slot, ObjectSlot* o);  // free_object's deletes (objects.cpp)
