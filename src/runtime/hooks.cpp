@@ -482,48 +482,49 @@ inline bool run_cached_delete(const Call& call, const QueryCache::Entry& q, Hand
   return true;
 }
 
-// Emulate mode, a set replacing a value whose keyval has a user delete function, with q's answer
-// current at `version`: the cache runs the old value's callback, then defers the set (its
-// record says the callback ran: fast_path.hpp, PendingSet::replaced). False: nothing done.
-bool replace_from_cache(const Call& call, QueryCache::Entry& q, Handle h, int key, std::uint64_t word,
-                        std::uint64_t version, int* rc) {
+// Emulate mode: the cache runs the user delete callback of q's keyval on q's current value (its
+// answer current at `version`), then makes the change itself with `finish` (defers the replacing
+// set, or cancels the pending pair) if nothing moved while the callback ran: any MPI call it made
+// would have applied the pending sets or moved the engine's version. Else the engine makes the
+// change without running the callback again (change_after_callback; `word`: the set's value, or
+// nullptr for a delete). False: not a C callback, nothing done; else *rc is what the call returns.
+template <typename Finish>
+[[gnu::always_inline]] inline bool change_from_cache(const Call& call, QueryCache::Entry& q, Handle h, int key, std::uint64_t version,
+                       const std::uint64_t* word, Finish&& finish, int* rc) {
   const SetCursor cursor = q.cursor;
   const std::uint64_t old = q.word, query = q.query;
   const std::uint8_t pending = q.pending;
   int cb;
   if (!run_cached_delete(call, q, h, key, &cb, rc)) return false;
   if (cb != MPI_SUCCESS) return true;
-  // Nothing moved while it ran (any MPI call it made would have applied the pending sets).
   if (__builtin_expect(q.object == h && q.query == query && q.pending == pending && q.version == version &&
                            g_fast.version->load(std::memory_order_acquire) == version, 1) &&
-      (g_fast.share_pending ? record_pending<true>(q, word, call.caller, true)
-                            : record_pending<false>(q, word, call.caller, true))) {
+      finish()) {
     *rc = MPI_SUCCESS;
     return true;
   }
-  *rc = change_after_callback(call, cursor, h, key, old, &word);
+  *rc = change_after_callback(call, cursor, h, key, old, word);
   return true;
 }
 
-// Emulate mode, the delete of a deferred first set (record `pending` - 1) whose keyval has a user
-// delete function, with q's answer current at `version`: the cache runs the callback on the
-// pending value, then the pair cancels out (the engine never had the attribute). False: nothing
-// done.
+// A set replacing a value whose keyval has a user delete function: the old value's callback runs,
+// then the set is deferred (its record says the callback ran: fast_path.hpp, PendingSet::replaced).
+bool replace_from_cache(const Call& call, QueryCache::Entry& q, Handle h, int key, std::uint64_t word,
+                        std::uint64_t version, int* rc) {
+  return change_from_cache(call, q, h, key, version, &word, [&] {
+    return g_fast.share_pending ? record_pending<true>(q, word, call.caller, true)
+                                : record_pending<false>(q, word, call.caller, true);
+  }, rc);
+}
+
+// The delete of a deferred first set (record `pending` - 1) whose keyval has a user delete
+// function: the callback runs on the pending value, then the pair cancels out (the engine never
+// had the attribute).
 bool delete_from_cache(const Call& call, QueryCache::Entry& q, Handle h, int key, std::uint8_t pending,
                        std::uint64_t version, int* rc) {
-  const SetCursor cursor = q.cursor;
-  const std::uint64_t old = q.word, query = q.query;
-  int cb;
-  if (!run_cached_delete(call, q, h, key, &cb, rc)) return false;
-  if (cb != MPI_SUCCESS) return true;
-  if (__builtin_expect(q.object == h && q.query == query && q.pending == pending &&
-                           g_fast.version->load(std::memory_order_acquire) == version, 1) &&
-      (g_fast.share_pending ? cancel_pending<true>(q, pending) : cancel_pending<false>(q, pending))) {
-    *rc = MPI_SUCCESS;
-    return true;
-  }
-  *rc = change_after_callback(call, cursor, h, key, old, nullptr);
-  return true;
+  return change_from_cache(call, q, h, key, version, nullptr, [&] {
+    return g_fast.share_pending ? cancel_pending<true>(q, pending) : cancel_pending<false>(q, pending);
+  }, rc);
 }
 }  // namespace
 

@@ -3,6 +3,7 @@
 // predefined keyvals, and the quarantine of freed keyval numbers.
 #include <algorithm>
 #include <atomic>
+#include <climits>
 #include <mutex>
 
 #include <sched.h>
@@ -122,8 +123,18 @@ constexpr bool predefined_outside_bits() {
     if (p.id < 0 || p.id >= 64) return true;
   return false;
 }
+// The range the others span (MPICH: 0x64400001..0x66000009; a user key, 0xa4000000 and up as a
+// negative int, and MPI_KEYVAL_INVALID fall outside it): two compares before the scan.
+constexpr int predefined_outside_bound(bool high) {
+  int bound = high ? INT_MIN : INT_MAX;
+  for (const PredefinedKey& p : kPredefinedKeys)
+    if (p.id < 0 || p.id >= 64) bound = high ? std::max(bound, p.id) : std::min(bound, p.id);
+  return bound;
+}
 const std::uint64_t g_predefined_small = predefined_bits();
 const bool g_predefined_large = predefined_outside_bits();
+const int g_predefined_low = predefined_outside_bound(false);
+const int g_predefined_high = predefined_outside_bound(true);
 
 bool is_predefined_key_slow(int key) noexcept {
   for (const PredefinedKey& p : kPredefinedKeys)

@@ -220,9 +220,10 @@ bool reuse_held_keyval(const LibraryArgs& args, const KeyvalSpec& spec, Origin o
                        int* engine_id) noexcept;
 extern const std::uint64_t g_predefined_small;  // bit k: key k (0..63) is predefined
 extern const bool g_predefined_large;            // some predefined key is outside 0..63 (MPICH)
+extern const int g_predefined_low, g_predefined_high;  // the range those span
 inline bool is_predefined_key(int key) noexcept {
   if (key >= 0 && key < 64) return (g_predefined_small >> key) & 1;
-  return g_predefined_large && is_predefined_key_slow(key);
+  return g_predefined_large && key >= g_predefined_low && key <= g_predefined_high && is_predefined_key_slow(key);
 }
 
 // Objects (objects.cpp): registers an unknown, non-null handle the tool never saw created
