@@ -4,6 +4,7 @@
 // over the old object's records in place, without snapshotting or pinning their keyvals.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -23,6 +24,8 @@ struct Script {
   int fail_on_copy = -1;      // the copy callback of this call (0-based) returns 7
   int copies = 0, deletes = 0;
   std::vector<Result> reentrant;  // what the engine answered the callbacks' calls on kA
+  std::vector<KeyvalId> deleted;  // the keys of the delete callbacks run, in order
+  bool touch_a = true;            // the copy callback tries to delete its attribute of kA
 };
 
 int scripted_copy(Handle, int key, void* extra, void* in, void* out, int* flag) {
@@ -32,14 +35,15 @@ int scripted_copy(Handle, int key, void* extra, void* in, void* out, int* flag) 
     KeyvalId k = key;
     EXPECT_EQ(s->e->free_keyval(kComm, &k).status, Status::Ok);
   }
-  s->reentrant.push_back(s->e->delete_attr(kComm, kA, key));
+  if (s->touch_a) s->reentrant.push_back(s->e->delete_attr(kComm, kA, key));
   if (n == s->fail_on_copy) return 7;
   *static_cast<std::uint64_t*>(out) = reinterpret_cast<std::uintptr_t>(in) + 1;
   *flag = 1;
   return 0;
 }
-int counting_delete(Handle, int, void*, void* extra) {
+int counting_delete(Handle, int key, void*, void* extra) {
   ++static_cast<Script*>(extra)->deletes;
+  static_cast<Script*>(extra)->deleted.push_back(key);
   return 0;
 }
 
@@ -167,6 +171,101 @@ TEST(EngineDup, FailingCopyCallbackUndoesTheCopiesMade) {
   EXPECT_EQ(oi.attributes, 7u);
   for (const KeyvalId k : keys) EXPECT_EQ(info(e, k).attributes, 1u) << k;
   EXPECT_EQ(info(e, dup).attributes, 1u);
+}
+
+// A dup with a copy callback to call puts each copy into the same slot of a table of the old
+// one's size; attributes not copied leave holes there, which would cut the probe sequences of
+// others: the copy's table is then repacked. Every copy must be found by a get, the others not,
+// and the copy's set order is the old one's without them.
+TEST(EngineDup, CopiesAreFoundWhereSomeAttributesAreNotCopied) {
+  Script s;
+  s.touch_a = false;
+  Engine e;
+  s.e = &e;
+  ASSERT_TRUE(e.create_object(kComm, kA).ok());
+  std::vector<KeyvalId> keys, copied;
+  for (int i = 0; i < 95; ++i) {  // (a table of 128 slots, three quarters full: probe sequences)
+    const CopyAction a = i == 0 ? CopyAction::User : (i % 3 == 1 ? CopyAction::NullCopy : CopyAction::Dup);
+    keys.push_back(make_key(e, &s, a, DeleteAction::NullDelete));
+    ASSERT_TRUE(e.set_attr(kComm, kA, keys.back(), Binding::C, 100 + i).ok());
+    if (a != CopyAction::NullCopy) copied.push_back(keys.back());
+  }
+  ASSERT_TRUE(e.dup_object(kComm, kA, kB).ok());
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    std::uint64_t v = 0;
+    int flag = -1;
+    ASSERT_TRUE(e.get_attr(kComm, kB, keys[i], Binding::C, &v, &flag).ok());
+    const bool want = i == 0 || i % 3 != 1;
+    EXPECT_EQ(flag, want ? 1 : 0) << i;
+    if (want) {
+      EXPECT_EQ(v, i == 0 ? 101u : 100 + i) << i;  // (the callback adds 1)
+    }
+  }
+  std::vector<KeyvalId> order;
+  for (const AttributeInfo& a : e.attributes(kComm, kB)) order.push_back(a.keyval);
+  EXPECT_EQ(order, copied);
+  ASSERT_TRUE(e.free_object(kComm, kB).ok());
+  ASSERT_TRUE(e.free_object(kComm, kA).ok());
+}
+
+std::vector<KeyvalId> keys_in_set_order(const Engine& e, Handle h) {
+  std::vector<KeyvalId> out;
+  for (const AttributeInfo& a : e.attributes(kComm, h)) out.push_back(a.keyval);
+  return out;
+}
+
+// The set order an object keeps for its dups and frees (made once, then kept while its records
+// stay as they are; a dup hands the copy its list) must follow every change of the records: a
+// re-set makes an attribute the newest, a delete removes it, a new set comes last, and a table
+// that grows moves every record. Each dup copies in the set order of the moment, each free
+// deletes newest first.
+constexpr Handle kC = 0x3000, kD = 0x4000;
+TEST(EngineDupFree, KeptSetOrderFollowsEveryChange) {
+  UserKeysOnA f(8, 10);
+  Script& s = f.s;
+  Engine& e = f.e;
+  s.touch_a = false;  // (B is dup'd too)
+  std::vector<KeyvalId> want = f.keys;  // oldest first
+  ASSERT_TRUE(e.dup_object(kComm, kA, kB).ok());  // A's list made, B's kept from the dup
+  EXPECT_EQ(keys_in_set_order(e, kB), want);
+  ASSERT_TRUE(e.dup_object(kComm, kA, kC).ok());  // A's list as kept
+  EXPECT_EQ(keys_in_set_order(e, kC), want);
+
+  // B: a re-set, a delete, a new attribute, then more than its table holds (it grows).
+  s.deleted.clear();
+  ASSERT_TRUE(e.set_attr(kComm, kB, want[2], Binding::C, 5).ok());  // k2's old value deleted
+  ASSERT_TRUE(e.delete_attr(kComm, kB, want[5]).ok());
+  std::vector<KeyvalId> b = want;
+  b.erase(b.begin() + 5);
+  b.erase(b.begin() + 2);
+  b.push_back(want[2]);
+  for (int i = 0; i < 12; ++i) {
+    const KeyvalId k = make_key(e, &s, CopyAction::User, DeleteAction::User);
+    ASSERT_TRUE(e.set_attr(kComm, kB, k, Binding::C, 1).ok());
+    b.push_back(k);
+  }
+  EXPECT_EQ(keys_in_set_order(e, kB), b);
+  ASSERT_TRUE(e.dup_object(kComm, kB, kD).ok());  // B's list made again
+  EXPECT_EQ(keys_in_set_order(e, kD), b);
+  s.deleted.clear();
+  ASSERT_TRUE(e.free_object(kComm, kB).ok());
+  EXPECT_EQ(s.deleted, std::vector<KeyvalId>(b.rbegin(), b.rend()));
+  s.deleted.clear();
+  ASSERT_TRUE(e.free_object(kComm, kD).ok());  // D's list, kept from its dup
+  EXPECT_EQ(s.deleted, std::vector<KeyvalId>(b.rbegin(), b.rend()));
+
+  // A, after its list was kept: a re-set of its oldest attribute.
+  ASSERT_TRUE(e.set_attr(kComm, kA, want[0], Binding::C, 7).ok());
+  std::rotate(want.begin(), want.begin() + 1, want.end());
+  ASSERT_TRUE(e.dup_object(kComm, kA, kB).ok());
+  EXPECT_EQ(keys_in_set_order(e, kB), want);
+  s.deleted.clear();
+  ASSERT_TRUE(e.free_object(kComm, kA).ok());
+  EXPECT_EQ(s.deleted, std::vector<KeyvalId>(want.rbegin(), want.rend()));
+  // C, dup'd before that change: A's old order, newest first.
+  s.deleted.clear();
+  ASSERT_TRUE(e.free_object(kComm, kC).ok());
+  EXPECT_EQ(s.deleted, std::vector<KeyvalId>(f.keys.rbegin(), f.keys.rend()));
 }
 
 }  // namespace

@@ -204,11 +204,31 @@ struct AtOutcome {
 // functions with real MPI handles; the default (NativeInvoker) calls engine-native C functions.
 // A copy callback writes its new value and flag; for a C callback *value_out is the address word,
 // for Fortran callbacks the integer (the engine stores it with the callback's Binding).
+// What one copy callback of a run did (CallbackInvoker::copy_run): what copy() returned, the
+// value and flag it wrote, and whether it threw.
+struct CopyOutcome {
+  std::uint64_t value = 0;
+  int flag = 0;
+  int rc = 0;
+  bool threw = false;
+};
+
 class CallbackInvoker {
  public:
   virtual ~CallbackInvoker() = default;
   virtual int copy(const CopyCall& call, std::uint64_t* value_out, int* flag) = 0;
   virtual int del(const DeleteCall& call) = 0;
+  // The copy callbacks of one dup (one kind and old object), in order: runs each as copy() would,
+  // its outcome into out[i], and stops after the first that fails (returns nonzero or throws).
+  // Returns how many ran. This one calls copy() for each; an invoker may run them all under one
+  // frame of its own (nothing else runs between them).
+  virtual std::size_t copy_run(const CopyCall* calls, std::size_t n, CopyOutcome* out);
+  // The delete callbacks of one free (one kind and object), in order: runs *call as del() would,
+  // then next(ctx, rc, threw), which either sets *call to the next one and answers true or
+  // answers false (done). This one calls del() for each; an invoker may run them all under one
+  // frame of its own (between two of them only next() runs, which calls no user code).
+  using DeleteNext = bool (*)(void* ctx, int rc, bool threw);
+  virtual void del_run(DeleteCall* call, DeleteNext next, void* ctx);
 };
 
 // Engine-native C callback signatures, used by NativeInvoker: MPI's C signatures with the

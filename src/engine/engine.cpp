@@ -24,6 +24,33 @@ int NativeInvoker::copy(const CopyCall& call, std::uint64_t* value_out, int* fla
             reinterpret_cast<void*>(static_cast<std::uintptr_t>(call.value_in)), value_out, flag);
 }
 
+std::size_t CallbackInvoker::copy_run(const CopyCall* calls, std::size_t n, CopyOutcome* out) {
+  for (std::size_t i = 0; i < n; ++i) {
+    CopyOutcome& o = out[i];
+    o = CopyOutcome{};
+    try {
+      o.rc = copy(calls[i], &o.value, &o.flag);
+    } catch (...) {
+      o.threw = true;
+    }
+    if (o.threw || o.rc != 0) return i + 1;
+  }
+  return n;
+}
+
+void CallbackInvoker::del_run(DeleteCall* call, DeleteNext next, void* ctx) {
+  for (;;) {
+    int rc = 0;
+    bool threw = false;
+    try {
+      rc = del(*call);
+    } catch (...) {
+      threw = true;
+    }
+    if (!next(ctx, rc, threw)) return;
+  }
+}
+
 int NativeInvoker::del(const DeleteCall& call) {
   auto fn = reinterpret_cast<NativeDeleteFn>(call.fn);
   return fn(call.object, call.keyval, reinterpret_cast<void*>(static_cast<std::uintptr_t>(call.value)),

@@ -249,6 +249,11 @@ struct ObjectSlot {
   const void* mutating = nullptr;  // thread running callbacks for this object, if any
   Origin created_at = 0;
   std::uint32_t next_order = 1;    // set order of the next attribute
+  // The indices into its table of its attributes in set order, oldest first, while set_order_ok:
+  // made once for the walks of dups and frees (Engine::Impl::set_order_of) and kept until its
+  // records change (store_value and erase_attr drop it; register_object starts without it).
+  std::vector<std::uint32_t> set_order;
+  bool set_order_ok = false;
 };
 
 // Handle -> object slot, open addressing with linear probing and backward-shift deletion.
