@@ -166,16 +166,6 @@ bool Engine::Impl::c_delete_function(const SetCursor& c, void** fn, std::uint64_
   return true;
 }
 
-bool Engine::Impl::ran_as_required(const ObjectSlot* o, const KeyvalSlot* k, const AttrRec& rec,
-                                   const RanDelete& ran) const {
-  // The value the callback must have been passed; a Fortran-set value reaches a C callback as
-  // the address of wherever its holder stores it, which only the holder knows.
-  if (ran.rc != 0 || ran.object != o->handle || ran.keyval != rec.key.load(std::memory_order_relaxed)) return false;
-  const Binding repr = repr_of(rec);
-  if (repr != Binding::C && k->spec.lang == Binding::C) return false;
-  return ran.value == translate(repr, rec.value.load(std::memory_order_relaxed), nullptr, k->spec.lang).word;
-}
-
 // Engine::delete_attr_ran: the cursor stands for delete_attr's object and keyval checks (a
 // keyval valid for a set is valid for a delete) while the layout reads the same; the rest are
 // made here. Saves delete_attr's lookups of the object and keyval and, with a user delete

@@ -707,8 +707,21 @@ struct Engine::Impl {
   bool delete_attr_ran(const SetCursor& c, const RanDelete* ran, std::uint64_t* version);
   // Whether `ran` is the delete callback call the standard requires for attribute `rec` of
   // object `o` under keyval `k` (a user delete function): same object and keyval, passed the
-  // attribute's value, and it succeeded (lock held).
-  bool ran_as_required(const ObjectSlot* o, const KeyvalSlot* k, const AttrRec& rec, const RanDelete& ran) const;
+  // attribute's value, and it succeeded (lock held). Inline, with the common record, a C value
+  // for a C callback, compared without translating it: a shadow free checks every attribute
+  // with it (free_plain_pass: ~15 instructions an attribute less than a call, MPICH shadow free
+  // of 64 attributes [user], callgrind).
+  [[gnu::always_inline]] bool ran_as_required(const ObjectSlot* o, const KeyvalSlot* k, const AttrRec& rec,
+                                              const RanDelete& ran) const {
+    if (ran.rc != 0 || ran.object != o->handle || ran.keyval != rec.key.load(std::memory_order_relaxed)) return false;
+    const Binding repr = repr_of(rec);
+    if (__builtin_expect(repr == Binding::C && k->spec.lang == Binding::C, 1))
+      return ran.value == rec.value.load(std::memory_order_relaxed);
+    // A Fortran-set value reaches a C callback as the address of wherever its holder stores it,
+    // which only the holder knows.
+    if (repr != Binding::C && k->spec.lang == Binding::C) return false;
+    return ran.value == translate(repr, rec.value.load(std::memory_order_relaxed), nullptr, k->spec.lang).word;
+  }
   // Engine::set_attr_ran: set_attr for a set whose delete callback already ran elsewhere. The
   // cursor stands for set_attr's object and keyval checks while the layout reads the same; the
   // rest are made here. Nothing waits and nothing is called: anything other than the plain case

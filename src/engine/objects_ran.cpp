@@ -245,22 +245,9 @@ bool Engine::Impl::free_plain_pass(ObjectSlot* o, AttrTable* t, const RanDelete*
     }
     KeyvalSlot* k = slot_of(key);
     const std::uint32_t run = kRuns ? run_of[i] : kNoRun;
-    bool as_required;
-    if (!k) {
-      as_required = false;
-    } else if (k->spec.del.action != DeleteAction::User) {
-      as_required = run == kNoRun;
-    } else if (!kRuns || run == kNoRun) {
-      as_required = false;
-    } else if (const RanDelete& r = ran[run];
-               rec.meta.load(std::memory_order_relaxed) == static_cast<std::uint32_t>(Binding::C) && k->spec.lang == Binding::C) {
-      // The common record, a C value for a C callback, checked as ran_as_required checks it
-      // (match_runs matched r.keyval): without its call and translation, ~15 instructions an
-      // attribute less (MPICH shadow free of 64 attributes [user], callgrind).
-      as_required = r.rc == 0 && r.object == o->handle && r.value == rec.value.load(std::memory_order_relaxed);
-    } else {
-      as_required = ran_as_required(o, k, rec, r);
-    }
+    const bool as_required =
+        k && (k->spec.del.action != DeleteAction::User ? run == kNoRun
+                                                        : kRuns && run != kNoRun && ran_as_required(o, k, rec, ran[run]));
     if (!as_required) {
       plain = false;
       break;
