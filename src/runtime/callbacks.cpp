@@ -200,11 +200,11 @@ void report_callback_value(Rule rule, const char* what, int key, const char* pre
   report_callback(rule, what, key, tail, fn, engine_key);
 }
 
-// Calls a callback (`invoke` calls it) under `frame`, whose guard the caller holds. A C++
-// exception it throws is caught and reported; the call then fails with MPI_ERR_OTHER and *threw
-// is set.
+// Runs a callback under its frame (`invoke` calls it). A C++ exception it throws is caught and
+// reported; the call then fails with MPI_ERR_OTHER and *threw is set.
 template <typename Invoke>
-inline int call_caught(CbFrame& frame, int engine_key, bool* threw, Invoke&& invoke) {
+inline int run_guarded(CbFrame& frame, int engine_key, bool* threw, Invoke&& invoke) {
+  CbGuard guard(frame);
   throw_site_reset();
   try {
     return invoke();
@@ -213,19 +213,6 @@ inline int call_caught(CbFrame& frame, int engine_key, bool* threw, Invoke&& inv
     *threw = true;
     return MPI_ERR_OTHER;
   }
-}
-
-// Runs a callback under its own frame, as call_caught.
-template <typename Invoke>
-inline int run_guarded(CbFrame& frame, int engine_key, bool* threw, Invoke&& invoke) {
-  CbGuard guard(frame);
-  return call_caught(frame, engine_key, threw, std::forward<Invoke>(invoke));
-}
-
-// A delete callback's error return (not a throw, reported as such already), reported.
-inline void report_delete_result(const CbFrame& frame, int engine_key, int rc, bool threw) {
-  if (__builtin_expect(rc != MPI_SUCCESS && !threw, 0))
-    report_callback_value(Rule::CallbackError, "delete callback", frame.keyval, " returned ", rc, frame.fn, engine_key);
 }
 
 // A copy callback that returned an error, or set *flag to neither 0 nor 1 (it did not throw).
@@ -253,7 +240,8 @@ template <typename Invoke>
 inline int run_delete_as(CbFrame& frame, int engine_key, Invoke&& invoke) {
   bool threw = false;
   const int rc = run_guarded(frame, engine_key, &threw, std::forward<Invoke>(invoke));
-  report_delete_result(frame, engine_key, rc, threw);
+  if (__builtin_expect(rc != MPI_SUCCESS && !threw, 0))
+    report_callback_value(Rule::CallbackError, "delete callback", frame.keyval, " returned ", rc, frame.fn, engine_key);
   return rc;
 }
 
@@ -611,10 +599,15 @@ class RuntimeInvoker final : public CallbackInvoker {
         frame.keyval = c.keyval;
         std::atomic_signal_fence(std::memory_order_release);  // (what a signal handler reads of it)
         o.flag = kFlagUnset;
+        throw_site_reset();
         bool threw = false;
-        rc = call_caught(frame, c.keyval, &threw, [&] {
-          return call_c_copy(c.kind, c.fn, c.old_object, c.keyval, c.extra_state, c.value_in, &o.value, &o.flag);
-        });
+        try {
+          rc = call_c_copy(c.kind, c.fn, c.old_object, c.keyval, c.extra_state, c.value_in, &o.value, &o.flag);
+        } catch (...) {
+          report_exception(frame, c.keyval);
+          threw = true;
+          rc = MPI_ERR_OTHER;
+        }
         if (__builtin_expect(!threw && (rc != MPI_SUCCESS || (o.flag != 0 && o.flag != 1)), 0))
           report_copy_result(rc, o.flag, c.keyval, c.fn, c.keyval);
         flag_left_unset(c, rc, &o.flag);
@@ -652,10 +645,17 @@ class RuntimeInvoker final : public CallbackInvoker {
         frame.fn = c.fn;
         frame.keyval = c.keyval;
         std::atomic_signal_fence(std::memory_order_release);  // (what a signal handler reads of it)
+        throw_site_reset();
         bool threw = false;
-        rc = call_caught(frame, c.keyval, &threw,
-                         [&] { return call_c_delete(c.kind, c.fn, c.object, c.keyval, c.value, c.extra_state); });
-        report_delete_result(frame, c.keyval, rc, threw);
+        try {
+          rc = call_c_delete(c.kind, c.fn, c.object, c.keyval, c.value, c.extra_state);
+        } catch (...) {
+          report_exception(frame, c.keyval);
+          threw = true;
+          rc = MPI_ERR_OTHER;
+        }
+        if (__builtin_expect(rc != MPI_SUCCESS && !threw, 0))
+          report_callback_value(Rule::CallbackError, "delete callback", c.keyval, " returned ", rc, c.fn, c.keyval);
       } else {
         rc = del(c);
       }
