@@ -38,6 +38,19 @@ static int thread_delete(MPI_Comm comm, int keyval, void* value, void* extra) {
   return MPI_SUCCESS;
 }
 
+/* Counts an error if a thread (other than `self`, unless self < 0) holds `key`; then, if self >= 0,
+ * records that `self` holds it. */
+static void check_held(struct thread_state* st, int key, int self) {
+  pthread_mutex_lock(&live_mu);
+  for (int t = 0; t < NTHREADS; ++t)
+    if (t != self && has_live[t] && live[t] == key) ++st->errors;
+  if (self >= 0) {
+    live[self] = key;
+    has_live[self] = 1;
+  }
+  pthread_mutex_unlock(&live_mu);
+}
+
 static void* worker(void* arg) {
   struct thread_state* st = arg;
   for (int round = 0; round < ROUNDS; ++round) {
@@ -46,22 +59,14 @@ static void* worker(void* arg) {
       ++st->errors;
       continue;
     }
-    pthread_mutex_lock(&live_mu);
-    for (int t = 0; t < NTHREADS; ++t)
-      if (t != st->index && has_live[t] && live[t] == key) ++st->errors;
-    live[st->index] = key;
-    has_live[st->index] = 1;
-    pthread_mutex_unlock(&live_mu);
+    check_held(st, key, st->index);
     for (int i = 0; i < CHURN; ++i) { /* more churn: more overlap in the quarantine */
       int other;
       if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &other, NULL) != MPI_SUCCESS) {
         ++st->errors;
         continue;
       }
-      pthread_mutex_lock(&live_mu);
-      for (int t = 0; t < NTHREADS; ++t)
-        if (has_live[t] && live[t] == other) ++st->errors;
-      pthread_mutex_unlock(&live_mu);
+      check_held(st, other, -1);
       if (MPI_Comm_free_keyval(&other) != MPI_SUCCESS) ++st->errors;
     }
     if (MPI_Comm_set_attr(st->comm, key, (void*)(size_t)(st->index + 1)) != MPI_SUCCESS) ++st->errors;
