@@ -88,7 +88,8 @@ inline std::uint64_t layout_stamp() noexcept { return g_fast.layout->load(std::m
 
 // For a cached query whose answer is out of date: if the query is still valid, reads the
 // engine's answer into it. False if the full hook must decide (the query's validity may have
-// changed, an error, a truncated value).
+// changed, an error, a truncated value, or the version read mid-change so no answer could be
+// kept).
 bool refresh_answer(QueryCache::Entry& q, std::uint64_t version) noexcept;
 
 // Deferred sets (shadow mode, below MPI_THREAD_MULTIPLE, C binding). A set whose query's cached

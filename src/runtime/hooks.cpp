@@ -604,8 +604,9 @@ bool refresh_answer(QueryCache::Entry& q, std::uint64_t version) noexcept {
   const Result res =
       state().engine->get_attr(q.kind(), q.object, q.engine_key, q.binding(), &word, &found, &truncated);
   if (!res.ok() || truncated) return false;
-  QueryCache::remember_answer(q, version, word, found);
-  return true;
+  // (False if `version` was odd: another thread was changing the engine as it was read. The
+  // answer read is the engine's, but q does not hold it, and callers answer from q.)
+  return QueryCache::remember_answer(q, version, word, found);
 }
 
 int get_diverged(const Api* api, const void* caller, const QueryCache::Entry* q, int rc, const void* value_out,

@@ -94,12 +94,14 @@ class QueryCache {
   }
 
   // Stores a get's answer read while the engine version was `version` (read before the get).
-  // An odd version (a change was under way) stores nothing.
-  static void remember_answer(Entry& e, std::uint64_t version, std::uint64_t word, int flag) noexcept {
-    if (version & 1) return;
+  // An odd version (a change was under way, MPI_THREAD_MULTIPLE) stores nothing and answers
+  // false: the entry then holds no answer, and a caller about to read it must not.
+  static bool remember_answer(Entry& e, std::uint64_t version, std::uint64_t word, int flag) noexcept {
+    if (version & 1) return false;
     e.version = version;
     e.word = word;
     e.flag = flag != 0 ? 1 : 0;
+    return true;
   }
 
   static bool has_answer(const Entry& e, std::uint64_t version) noexcept { return e.version == version; }
