@@ -59,11 +59,9 @@ Result Engine::Impl::dup_object(ObjectKind kind, Handle old_h, Handle new_h, Ori
   // 1. What becomes of each attribute, in set order: copied as it is (MPI_*_DUP_FN, a predefined
   // attribute the dup carries), not copied, or as its user copy callback says. Read in place:
   // nothing changes the records of the old object until the dup is over (set_order_of).
-  std::vector<CopyStep> steps = step_pool_.take();
-  std::vector<CopyCall> calls = call_pool_.take();
   // (Sized once and written in place, not pushed back: part of the saving measured below.)
-  steps.resize(n);
-  calls.resize(n);
+  std::vector<CopyStep> steps = step_pool_.take_sized(n);
+  std::vector<CopyCall> calls = call_pool_.take_sized(n);
   CopyStep* const step = steps.data();
   CopyCall* const call_at = calls.data();
   std::size_t n_steps = 0, n_calls = 0;
@@ -97,10 +95,9 @@ Result Engine::Impl::dup_object(ObjectKind kind, Handle old_h, Handle new_h, Ori
   // handle is the dup's answer), and the old one is held. (One run of the invoker instead of a
   // call, a frame, and the lock taken and released per callback: MPICH emulate [user], 64
   // attributes, with the free's run (delete_each) 42.6k -> 40.0k a dup + free, callgrind.)
-  std::vector<CopyOutcome> outcomes = outcome_pool_.take();
+  std::vector<CopyOutcome> outcomes = outcome_pool_.take_sized(n_calls);
   std::size_t ran = 0;
   if (n_calls) {
-    outcomes.resize(n_calls);
     FrameGuard frame(this, old_slot);  // (only the callbacks run engine calls on this thread meanwhile)
     lk.unlock();
     ran = run_copies(call_at, n_calls, outcomes.data());
