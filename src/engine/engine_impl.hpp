@@ -760,14 +760,24 @@ struct Engine::Impl {
     Impl* impl;
     ObjectSlot* o;
     AttrTable* t;
-    const KeyvalId* keys;  // newest first
-    std::size_t n, next;   // how many, and the next to look at
-    AttrRec* rec;          // the record of the callback running, as it was found
-    KeyvalSlot* k;         // and its keyval
-    std::uint64_t before;  // seq_ when it was found
+    const std::uint32_t* order;  // the indices into t->recs of its attributes, oldest first
+    std::size_t next;            // how many of them are still to look at (from the end)
+    AttrRec* rec;                // the record of the callback running
+    KeyvalSlot* k;               // and its keyval
     DeleteCall call;
     Result result;
   };
+  // Marks attribute `rec` of table `t` of object `o`, which a free holds, deleted (lock held):
+  // kDeadKey in its key, under a write section (lookups from then on find it absent; the
+  // version moves, so no cached answer outlives it).
+  void kill_attr(ObjectSlot* o, AttrTable* t, AttrRec* rec) {
+    WriteSection ws(seq_);
+    if (__builtin_expect(rec->cell() != 0, 0)) release_cell_out_of_line(*rec);
+    rec->key.store(kDeadKey, std::memory_order_relaxed);
+    --t->count;
+    ++t->dead;
+    o->set_order_ok = false;  // (a dup from one of the free's callbacks may have made it again)
+  }
   bool free_advance(FreeRun* r);
   static bool free_step(void* ctx, int rc, bool threw);
 
