@@ -779,6 +779,7 @@ struct Engine::Impl {
     o->set_order_ok = false;  // (a dup from one of the free's callbacks may have made it again)
   }
   bool free_advance(FreeRun* r);
+  bool free_next(FreeRun* r);  // (free_advance's body, inline)
   static bool free_step(void* ctx, int rc, bool threw);
 
   // Engine::dup_object_ran, Engine::free_object_ran (objects_ran.cpp).

@@ -312,7 +312,9 @@ Result Engine::Impl::delete_each(Lock& lk, std::uint32_t slot, ObjectSlot* o) {
 
 // The next attribute of a free's run with a delete callback to call: its call made in r->call
 // (true), the ones before it without one marked deleted (lock held). False: none left.
-bool Engine::Impl::free_advance(FreeRun* r) {
+// (free_advance's body, inlined into free_step: one prologue a callback instead of two, ~12
+// instructions an attribute: MPICH emulate dup + free [user] 33.3k -> 32.6k, callgrind.)
+[[gnu::always_inline]] inline bool Engine::Impl::free_next(FreeRun* r) {
   AttrTable* const t = r->t;
   while (r->next != 0) {
     AttrRec* const rec = &t->recs[r->order[--r->next]];
@@ -343,6 +345,8 @@ bool Engine::Impl::free_advance(FreeRun* r) {
   return false;
 }
 
+bool Engine::Impl::free_advance(FreeRun* r) { return free_next(r); }
+
 // Between two callbacks of a free's run (the lock free; takes it and leaves it free): the
 // attribute whose callback returned is marked deleted unless it failed, then the next one is
 // found. (Its record is where it was found: nothing moves records while the free holds them.)
@@ -360,7 +364,7 @@ bool Engine::Impl::free_step(void* ctx, int rc, bool threw) {
   e->kill_attr(r->o, r->t, r->rec);
   --r->k->attributes;
   e->unref_keyval(r->k);
-  const bool more = e->free_advance(r);
+  const bool more = e->free_next(r);
   e->mu_.unlock();
   return more;
 }
