@@ -110,9 +110,15 @@ Result Engine::Impl::dup_object(ObjectKind kind, Handle old_h, Handle new_h, Ori
   // a write section per copy: MPICH emulate [user], 64 attributes, 40.0k -> 38.1k a dup + free,
   // callgrind.)
   // The copy's set order is the order its copies go in: its list is kept for its free.
+  // (The list written in place, sized once, and each C value stored with the copy's next order
+  // counted here, as store_value would store it: ~10 instructions an attribute less than a
+  // push_back and store_value each: MPICH emulate dup + free [user], 32.6k -> 31.7k, callgrind.)
   AttrTable* ct = n_steps ? take_table(32 - t->shift) : nullptr;
   std::vector<std::uint32_t>& fresh_order = fresh->set_order;
-  fresh_order.clear();
+  if (fresh_order.size() < n_steps) fresh_order.resize(n_steps);
+  std::uint32_t* const order_out = fresh_order.data();
+  std::uint32_t placed = 0;
+  std::uint32_t next_order = fresh->next_order;  // (1: a new object; no renumbering ever needed)
   Result failure;
   std::size_t c = 0;
   for (std::size_t i = 0; i < n_steps; ++i) {
@@ -139,15 +145,25 @@ Result Engine::Impl::dup_object(ObjectKind kind, Handle old_h, Handle new_h, Ori
     const std::uint32_t predefined = s.keyval ? 0u : kMetaPredefined;
     if (__builtin_expect(repr == Binding::C, 1)) {
       dst.key.store(s.key, std::memory_order_relaxed);
-      store_value(fresh, &dst, static_cast<std::uint32_t>(Binding::C) | predefined, word, origin);
-    } else if (!fill(fresh, &dst, s.key, repr, word, predefined != 0, origin)) {
-      failure = {Status::CapacityExhausted, 0};  // (out of value cells)
-      break;
+      dst.meta.store(static_cast<std::uint32_t>(Binding::C) | predefined, std::memory_order_relaxed);
+      dst.value.store(word, std::memory_order_relaxed);
+      dst.set_at = origin;
+      dst.order = next_order++;
+    } else {
+      fresh->next_order = next_order;
+      const bool filled = fill(fresh, &dst, s.key, repr, word, predefined != 0, origin);
+      next_order = fresh->next_order;
+      if (!filled) {
+        failure = {Status::CapacityExhausted, 0};  // (out of value cells)
+        break;
+      }
     }
     ++ct->count;
-    fresh_order.push_back(s.slot);
+    order_out[placed++] = s.slot;
     if (s.keyval) ++s.keyval->attributes;
   }
+  fresh->next_order = next_order;
+  fresh_order.resize(placed);
   step_pool_.give(std::move(steps));
   call_pool_.give(std::move(calls));
   outcome_pool_.give(std::move(outcomes));
