@@ -372,4 +372,22 @@ TEST(EngineFree, AStoppedFreeKeepsTheRestWhereLookupsFindThem) {
   for (const KeyvalId k : f.keys) EXPECT_EQ(info(e, k).attributes, 0u) << k;
 }
 
+// Fortran-set values hold a cell each (what a C read points at): a free gives every one back as
+// it marks their attributes deleted (kill_attr_with_cell).
+TEST(EngineFree, FortranValuesGiveTheirCellsBack) {
+  Script s;
+  Engine e;
+  s.e = &e;
+  s.touch_a = false;
+  ASSERT_TRUE(e.create_object(kComm, kA).ok());
+  std::vector<KeyvalId> keys;
+  for (int i = 0; i < 8; ++i) keys.push_back(make_key(e, &s, CopyAction::User, DeleteAction::User));
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    ASSERT_TRUE(e.set_attr(kComm, kA, keys[i], i % 2 ? Binding::FortranAint : Binding::C, i + 1).ok());
+  EXPECT_GT(e.attribute_bytes(), 0u);
+  ASSERT_TRUE(e.free_object(kComm, kA).ok());
+  EXPECT_EQ(s.deletes, 8);
+  EXPECT_EQ(e.attribute_bytes(), 0u);  // (no object left, no cell in use)
+}
+
 }  // namespace

@@ -770,9 +770,21 @@ struct Engine::Impl {
   // Marks attribute `rec` of table `t` of object `o`, which a free holds, deleted (lock held):
   // kDeadKey in its key, under a write section (lookups from then on find it absent; the
   // version moves, so no cached answer outlives it).
+  // (A Fortran value's record, whose cell goes back too, out of line: with no call inside the
+  // section the compiler keeps it in registers; ~15 instructions an attribute, MPICH emulate dup
+  // + free [user] 31.7k -> 30.8k, callgrind.)
   void kill_attr(ObjectSlot* o, AttrTable* t, AttrRec* rec) {
+    if (__builtin_expect(rec->cell() != 0, 0)) return kill_attr_with_cell(o, t, rec);
     WriteSection ws(seq_);
-    if (__builtin_expect(rec->cell() != 0, 0)) release_cell_out_of_line(*rec);
+    mark_dead(o, t, rec);
+  }
+  [[gnu::noinline]] void kill_attr_with_cell(ObjectSlot* o, AttrTable* t, AttrRec* rec) {
+    WriteSection ws(seq_);
+    release_cell(*rec);
+    mark_dead(o, t, rec);
+  }
+  // kill_attr's change (inside its write section).
+  static void mark_dead(ObjectSlot* o, AttrTable* t, AttrRec* rec) noexcept {
     rec->key.store(kDeadKey, std::memory_order_relaxed);
     --t->count;
     ++t->dead;
