@@ -353,7 +353,9 @@ TEST(EngineFree, AStoppedFreeKeepsTheRestWhereLookupsFindThem) {
     int flag = -1;
     ASSERT_TRUE(e.get_attr(kComm, kA, f.keys[i], Binding::C, &v, &flag).ok());
     EXPECT_EQ(flag, i < 16 ? 1 : 0) << i;
-    if (i < 16) EXPECT_EQ(v, 10u * (i + 1)) << i;
+    if (i < 16) {
+      EXPECT_EQ(v, 10u * (i + 1)) << i;
+    }
     EXPECT_EQ(info(e, f.keys[i]).attributes, i < 16 ? 1u : 0u) << i;
   }
   s.fail_on_delete = -1;
