@@ -341,6 +341,20 @@ struct Engine::Impl {
     --t->count;
   }
 
+  // Erases attribute `rec` of object `o` and drops the reference it held on its keyval `k` (lock
+  // held): what a delete without a callback to wait for, or after its callback succeeded, ends
+  // with. One scope rule: the erase's write section is closed before the keyval may be destroyed
+  // (unref_keyval opens its own; sections do not nest). The keyval is only looked at further
+  // when the user freed it (its last attribute then destroys it).
+  [[gnu::always_inline]] void drop_attr(ObjectSlot* o, AttrRec* rec, KeyvalSlot* k) {
+    {
+      WriteSection ws(seq_);
+      erase_attr(o, rec);
+    }
+    --k->attributes;
+    if (__builtin_expect(k->state.load(std::memory_order_relaxed) == kKeyFreed, 0)) unref_keyval_out_of_line(k);
+  }
+
   Cell* cell_at(std::uint32_t index) const noexcept { return index ? cells_.find(index) : nullptr; }
 
   // Stores value/repr into a record (inside a WriteSection), allocating a cell for Fortran reprs.
