@@ -286,29 +286,27 @@ struct MidFree {
   static inline std::vector<KeyvalId> keys;
   static inline std::vector<int> present_a, present_b, listed;
   static inline Result dup;
-  static void probe(Script* s) {
-    Engine& e = *s->e;
+  // The indices of the keys whose attribute object h has; each value must be 10 * (i + 1) + plus.
+  static std::vector<int> present(Engine& e, Handle h, std::uint64_t plus) {
+    std::vector<int> out;
     for (int i = 0; i < kKeys; ++i) {
       std::uint64_t v = 0;
       int flag = -1;
-      EXPECT_TRUE(e.get_attr(kComm, kA, keys[i], Binding::C, &v, &flag).ok());
+      EXPECT_TRUE(e.get_attr(kComm, h, keys[i], Binding::C, &v, &flag).ok());
       if (flag) {
-        present_a.push_back(i);
-        EXPECT_EQ(v, 10u * (i + 1)) << i;
+        out.push_back(i);
+        EXPECT_EQ(v, 10u * (i + 1) + plus) << i;
       }
     }
+    return out;
+  }
+  static void probe(Script* s) {
+    Engine& e = *s->e;
+    present_a = present(e, kA, 0);
     for (const AttributeInfo& a : e.attributes(kComm, kA))
       listed.push_back(static_cast<int>(std::find(keys.begin(), keys.end(), a.keyval) - keys.begin()));
     dup = e.dup_object(kComm, kA, kB);
-    for (int i = 0; i < kKeys; ++i) {
-      std::uint64_t v = 0;
-      int flag = -1;
-      EXPECT_TRUE(e.get_attr(kComm, kB, keys[i], Binding::C, &v, &flag).ok());
-      if (flag) {
-        present_b.push_back(i);
-        EXPECT_EQ(v, 10u * (i + 1) + 1) << i;  // (the copy callback adds 1)
-      }
-    }
+    present_b = present(e, kB, 1);  // (the copy callback adds 1)
   }
 };
 TEST(EngineFree, ACallbackSeesTheAttributesNotYetDeleted) {
