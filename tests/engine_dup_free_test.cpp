@@ -303,6 +303,7 @@ struct MidFree {
   static void probe(Script* s) {
     Engine& e = *s->e;
     present_a = present(e, kA, 0);
+    listed.clear();
     for (const AttributeInfo& a : e.attributes(kComm, kA))
       listed.push_back(static_cast<int>(std::find(keys.begin(), keys.end(), a.keyval) - keys.begin()));
     dup = e.dup_object(kComm, kA, kB);
