@@ -53,7 +53,9 @@ class StackDepot {
 
  private:
   Origin intern_locked(void* const* frames, int depth, std::uint64_t hash);
-  Origin capture_remembered(const void* frame, const void* caller, int max_depth, void** frames);
+  Origin capture_remembered(const void* frame, const void* caller, int max_depth);
+  // capture_from's walk, remembered in `memo_set` (provenance.cpp's, nullptr: not remembered).
+  Origin capture_walked(const void* frame, const void* caller, int max_depth, std::uint64_t modules, void* memo_set);
   struct Key {
     std::uint32_t offset;
     std::uint32_t depth;

@@ -45,11 +45,7 @@
 
 namespace attrcheck::detail {
 
-namespace {
 std::atomic<std::uint64_t> g_modules_generation{1};
-}  // namespace
-
-std::uint64_t modules_generation() noexcept { return g_modules_generation.load(std::memory_order_acquire); }
 
 }  // namespace attrcheck::detail
 
@@ -522,8 +518,7 @@ int walk(const void* frame, void** out, int max_depth, int skip, WalkLog* log) n
     const std::uintptr_t value = stack_word(addr);
     if constexpr (kLog) {
       if (log->reads < kWalkLogReads) {
-        log->addr[log->reads] = addr;
-        log->value[log->reads] = value;
+        log->read[log->reads] = {addr, value};
       }
       ++log->reads;
     }
@@ -600,10 +595,15 @@ int fast_backtrace_logged(const void* frame, void** out, int max_depth, WalkLog*
 
 // Every address was read by a walk from a frame at or below the caller's, on this thread's stack,
 // so it still lies in live frames of the stack (the caller's or further out).
+// The differences are or-ed together, with no early exit: a check almost always finds the stack
+// unchanged, and one branch at the end is cheaper than one a word.
 bool stack_unchanged(const WalkLog& log) noexcept {
-  for (int i = 0; i < log.reads; ++i)
-    if (stack_word(log.addr[i]) != log.value[i]) return false;
-  return true;
+  std::uintptr_t differ = 0;
+  const WalkLog::Read* r = log.read;
+  const WalkLog::Read* const end = r + log.reads;
+  for (; end - r >= 2; r += 2) differ |= (stack_word(r[0].addr) ^ r[0].value) | (stack_word(r[1].addr) ^ r[1].value);
+  if (r != end) differ |= stack_word(r->addr) ^ r->value;
+  return differ == 0;
 }
 
 }  // namespace attrcheck::detail

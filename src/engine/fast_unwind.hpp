@@ -2,6 +2,7 @@
 // unwinder). Internal to the engine.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #if defined(__x86_64__) && defined(__linux__)
@@ -27,9 +28,11 @@ int fast_backtrace(const void* frame, void** out, int max_depth, int skip) noexc
 // remembers walks so). `reads` counts every read; past kWalkLogReads the rest is not logged.
 inline constexpr int kWalkLogReads = 40;
 struct WalkLog {
+  struct Read {
+    std::uintptr_t addr, value;
+  };
   int reads;
-  std::uintptr_t addr[kWalkLogReads];
-  std::uintptr_t value[kWalkLogReads];
+  Read read[kWalkLogReads];  // (address and value side by side: a check reads them together)
 };
 // fast_backtrace without a skip, logging its reads in *log.
 int fast_backtrace_logged(const void* frame, void** out, int max_depth, WalkLog* log) noexcept;
@@ -39,6 +42,8 @@ bool stack_unchanged(const WalkLog& log) noexcept;
 
 // Bumped after every dlclose (src/engine/fast_unwind.cpp interposes it): a thread's cached frame
 // rules are dropped when it changed, so code loaded later at the same address is read anew.
-std::uint64_t modules_generation() noexcept;
+// (Inline: every remembered capture reads it.)
+extern std::atomic<std::uint64_t> g_modules_generation;
+inline std::uint64_t modules_generation() noexcept { return g_modules_generation.load(std::memory_order_acquire); }
 
 }  // namespace attrcheck::detail

@@ -209,19 +209,9 @@ __thread MemoSet t_memo[kMemoSets];
 __thread bool t_memo_busy;
 }  // namespace
 
-Origin StackDepot::capture_from(const void* frame, const void* caller, int max_depth) {
-  max_depth = std::min(max_depth, kMaxStackDepth);
-  void* frames[kMaxStackDepth];
-  if (!frame || max_depth <= 0 || t_memo_busy) return intern(frames, capture_stack_from(frame, caller, frames, max_depth));
-  t_memo_busy = true;
-  std::atomic_signal_fence(std::memory_order_seq_cst);
-  const Origin id = capture_remembered(frame, caller, max_depth, frames);
-  std::atomic_signal_fence(std::memory_order_seq_cst);
-  t_memo_busy = false;
-  return id;
-}
-
-Origin StackDepot::capture_remembered(const void* frame, const void* caller, int max_depth, void** frames) {
+// The check of the remembered walks, inline, kept apart from the walk (capture_walked, out of
+// line): a hit then costs no prologue saving the registers and no frame the walk needs.
+[[gnu::always_inline]] inline Origin StackDepot::capture_remembered(const void* frame, const void* caller, int max_depth) {
   const auto key = reinterpret_cast<std::uintptr_t>(frame) ^ (reinterpret_cast<std::uintptr_t>(caller) * 0x9e3779b97f4a7c15ULL);
   MemoSet& set = t_memo[(key * 0xff51afd7ed558ccdULL) >> 62];
   static_assert(kMemoSets == 4, "the top 2 bits pick the set");
@@ -232,6 +222,25 @@ Origin StackDepot::capture_remembered(const void* frame, const void* caller, int
         m.modules == modules && detail::stack_unchanged(m.log))
       return m.id;
   }
+  return capture_walked(frame, caller, max_depth, modules, &set);
+}
+
+Origin StackDepot::capture_from(const void* frame, const void* caller, int max_depth) {
+  max_depth = std::min(max_depth, kMaxStackDepth);
+  if (!frame || max_depth <= 0 || t_memo_busy) return capture_walked(frame, caller, max_depth, 0, nullptr);
+  t_memo_busy = true;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  const Origin id = capture_remembered(frame, caller, max_depth);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  t_memo_busy = false;
+  return id;
+}
+
+__attribute__((noinline)) Origin StackDepot::capture_walked(const void* frame, const void* caller, int max_depth,
+                                                            std::uint64_t modules, void* memo_set) {
+  void* frames[kMaxStackDepth];
+  if (!memo_set) return intern(frames, capture_stack_from(frame, caller, frames, max_depth));  // not remembered
+  MemoSet& set = *static_cast<MemoSet*>(memo_set);
   WalkMemo& m = set.way[set.newest ^ 1];
   m.depot = 0;
   const int n = detail::fast_backtrace_logged(frame, frames, max_depth, &m.log);

@@ -41,11 +41,78 @@ KeyRecord* new_record(int engine_id) {
 }
 
 namespace {
-// Keys outside 0..kSmallKeys (MPICH's are handles such as 0xa4000000) live in Runtime::big_keys,
-// behind a mutex (~80 instructions a lookup). In front of it, lock-free: the mapping of the key
-// last mapped or looked up in each slot, key and engine id in one word (a key of 0 is never a big
-// key, so 0 is an empty slot). Written under big_keys_mu only, so it never disagrees with the map
-// for longer than the map's own update.
+// Calls overlap only at MPI_THREAD_MULTIPLE: below it enter() refuses other threads (SINGLE,
+// FUNNELED) or the program promises it (SERIALIZED), and the engine drops its lock
+// (Engine::drop_locking). The runtime's keyval locks do likewise: below MULTIPLE they take
+// nothing, where an exchange to lock (a locked instruction, ~20 cycles) and a std::mutex's two
+// made a sizeable part of a keyval create + free's time. Held for a few dozen instructions (a
+// quarantine batch's bookkeeping: a few thousand), never across an MPI or user call, so spinning
+// beats a mutex at MULTIPLE too. thread_level is set once, at MPI_Init, before any call gets here.
+class KeyvalLock {
+ public:
+  void lock() noexcept {
+    if (!shared()) return;
+    for (unsigned spins = 0; locked_.exchange(true, std::memory_order_acquire);)
+      while (locked_.load(std::memory_order_relaxed))
+        if (++spins > 64) sched_yield();
+  }
+  void unlock() noexcept {
+    if (shared()) locked_.store(false, std::memory_order_release);
+  }
+
+ private:
+  static bool shared() noexcept { return state().thread_level >= MPI_THREAD_MULTIPLE; }
+  std::atomic<bool> locked_{false};
+};
+
+// Keys outside 0..kSmallKeys (MPICH's are handles such as 0xa4000000) -> engine ids, under
+// g_big_keys_mu: open addressing, linear probing, key and id in one word (a key of 0 is never a
+// big key, so 0 is an empty slot), doubling at half full. Nothing is ever removed: a key the
+// library frees keeps naming the freed keyval until the library hands it out again, which maps it
+// anew. (std::unordered_map: ~35 instructions and a node to chase per update.)
+struct BigKeyMap {
+  std::uint64_t* slots = nullptr;  // (never freed: usable until the process ends)
+  std::uint32_t mask = 0, count = 0;
+
+  static std::uint32_t home(std::uint32_t key) noexcept { return key * 0x9e3779b1u; }
+  int find(int user_key) const noexcept {
+    const auto key = static_cast<std::uint32_t>(user_key);
+    if (!slots) return 0;
+    for (std::uint32_t i = home(key) & mask;; i = (i + 1) & mask) {
+      const std::uint64_t e = slots[i];
+      if (e == 0) return 0;
+      if (static_cast<std::uint32_t>(e >> 32) == key) return static_cast<int>(static_cast<std::uint32_t>(e));
+    }
+  }
+  void put(std::uint64_t entry) {
+    if (!slots || 2 * (count + 1) > mask + 1) grow();
+    const auto key = static_cast<std::uint32_t>(entry >> 32);
+    std::uint32_t i = home(key) & mask;
+    for (; slots[i] != 0; i = (i + 1) & mask)
+      if (static_cast<std::uint32_t>(slots[i] >> 32) == key) {
+        slots[i] = entry;
+        return;
+      }
+    slots[i] = entry;
+    ++count;
+  }
+  void grow() {
+    const std::uint32_t old_capacity = slots ? mask + 1 : 0;
+    std::uint64_t* old = slots;
+    slots = new std::uint64_t[old_capacity ? 2 * old_capacity : 64]();
+    mask = (old_capacity ? 2 * old_capacity : 64) - 1;
+    count = 0;
+    for (std::uint32_t i = 0; i < old_capacity; ++i)
+      if (old[i]) put(old[i]);
+    delete[] old;
+  }
+};
+KeyvalLock g_big_keys_mu;
+BigKeyMap g_big_keys;
+
+// In front of it, lock-free: the entry of the key last mapped or looked up in each slot (0:
+// empty). Written under g_big_keys_mu only, so it never disagrees with the map for longer than
+// the map's own update.
 constexpr int kBigKeyCacheBits = 12;
 std::atomic<std::uint64_t> g_big_key_cache[1 << kBigKeyCacheBits];
 
@@ -67,12 +134,9 @@ int to_engine_key_shadow(int user_key) noexcept {
              static_cast<std::uint32_t>(e >> 32) == static_cast<std::uint32_t>(user_key)) {
     id = static_cast<int>(static_cast<std::uint32_t>(e));
   } else {
-    std::lock_guard<std::mutex> lock(r.big_keys_mu);
-    auto it = r.big_keys.find(user_key);
-    if (it != r.big_keys.end()) {
-      id = it->second;
-      big_key_slot(user_key).store(big_key_entry(user_key, id), std::memory_order_release);
-    }
+    std::lock_guard<KeyvalLock> lock(g_big_keys_mu);
+    id = g_big_keys.find(user_key);
+    if (id) big_key_slot(user_key).store(big_key_entry(user_key, id), std::memory_order_release);
   }
   return id ? id : (1 << kKeyvalSlotBits);  // slot 0 is never an engine keyval: "unknown"
 }
@@ -82,9 +146,10 @@ void map_key(int user_key, int engine_id) noexcept {
   if (user_key >= 0 && user_key < Runtime::kSmallKeys) {
     r.small_keys[user_key].store(engine_id, std::memory_order_release);
   } else {
-    std::lock_guard<std::mutex> lock(r.big_keys_mu);
-    r.big_keys[user_key] = engine_id;
-    big_key_slot(user_key).store(big_key_entry(user_key, engine_id), std::memory_order_release);
+    const std::uint64_t entry = big_key_entry(user_key, engine_id);
+    std::lock_guard<KeyvalLock> lock(g_big_keys_mu);
+    g_big_keys.put(entry);
+    big_key_slot(user_key).store(entry, std::memory_order_release);
   }
   r.engine->advance_layout();  // queries remembered with the old mapping are void
 }
@@ -191,22 +256,7 @@ struct Held {
   int key;        // the library's
   int engine_id;  // the engine keyval it named, whose slot the engine keeps
 };
-// Held for a few dozen instructions (a batch's bookkeeping: a few thousand), never across an MPI
-// or user call: spinning (one exchange, one store) is cheaper than a mutex, ~45 instructions a
-// lock and unlock (callgrind).
-class QuarantineLock {
- public:
-  void lock() noexcept {
-    for (unsigned spins = 0; locked_.exchange(true, std::memory_order_acquire);)
-      while (locked_.load(std::memory_order_relaxed))
-        if (++spins > 64) sched_yield();
-  }
-  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
-
- private:
-  std::atomic<bool> locked_{false};
-};
-QuarantineLock g_quarantine_mu;
+KeyvalLock g_quarantine_mu;  // (KeyvalLock: above)
 // The last kQuarantineHold keys freed, oldest first.
 Held g_ring[kQuarantineHold];
 int g_held = 0, g_oldest = 0;
@@ -297,7 +347,7 @@ void quarantine_keyval(ObjectKind kind, int user_key, int engine_id) noexcept {
   Held batch[kQuarantineBatch + 1];  // 6 KiB of stack, only while a batch is released
   int n = 0;
   {
-    std::lock_guard<QuarantineLock> lock(g_quarantine_mu);
+    std::lock_guard<KeyvalLock> lock(g_quarantine_mu);
     const Held freed{kind, user_key, engine_id};
     if (g_held < kQuarantineHold) {
       g_ring[(g_oldest + g_held++) % kQuarantineHold] = freed;
@@ -327,7 +377,7 @@ bool reuse_held_keyval(const LibraryArgs& args, const KeyvalSpec& spec, Origin o
   if (state().limited.load(std::memory_order_relaxed)) return false;
   Held h;
   {
-    std::lock_guard<QuarantineLock> lock(g_quarantine_mu);
+    std::lock_guard<KeyvalLock> lock(g_quarantine_mu);
     int* link = &g_bucket[bucket_of(args)];
     for (int steps = 0; *link >= 0 && !same_args(g_ready[*link].args, args); ++steps) {
       if (steps == kChainSteps) return false;
@@ -356,7 +406,7 @@ void release_quarantine() noexcept {
   for (;;) {
     int n = 0;
     {
-      std::lock_guard<QuarantineLock> lock(g_quarantine_mu);
+      std::lock_guard<KeyvalLock> lock(g_quarantine_mu);
       if (g_ready_built && g_ready_count.load(std::memory_order_relaxed) > 0) {
         n = take_all_ready(batch);
       } else {

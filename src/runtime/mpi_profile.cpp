@@ -51,6 +51,9 @@ void* f08_pmpi(const char* stem) noexcept {
   return fortran_pmpi(name);
 }
 
+std::atomic<std::uintptr_t> g_predefined_fn_lo[2][2] = {}, g_predefined_fn_hi[2][2] = {{UINTPTR_MAX, UINTPTR_MAX},
+                                                                                  {UINTPTR_MAX, UINTPTR_MAX}};
+
 const PredefinedFn* find_predefined_fn(const void* fn, bool copy, ObjectKind kind, Binding lang) noexcept {
   static const char* const null_copy[] = {"MPI_COMM_NULL_COPY_FN", "MPI_TYPE_NULL_COPY_FN", "MPI_WIN_NULL_COPY_FN"};
   static const char* const dup[] = {"MPI_COMM_DUP_FN", "MPI_TYPE_DUP_FN", "MPI_WIN_DUP_FN"};
@@ -116,6 +119,8 @@ const PredefinedFn* find_predefined_fn(const void* fn, bool copy, ObjectKind kin
             }
         a.lo[fortran][copies] = lo;
         a.hi[fortran][copies] = hi;
+        g_predefined_fn_lo[fortran][copies].store(lo, std::memory_order_relaxed);
+        g_predefined_fn_hi[fortran][copies].store(hi, std::memory_order_relaxed);
       }
     return &a;
   }();

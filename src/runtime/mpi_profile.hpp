@@ -4,6 +4,9 @@
 // this header; nothing else in the runtime tests which library it runs on.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
+
 #include <mpi.h>
 
 #include "attrcheck/engine.hpp"
@@ -124,6 +127,27 @@ const PredefinedFn* find_predefined_fn(const void* fn, bool copy, ObjectKind kin
 // Whether a null copy or delete callback is legal (the predefined null one) in binding `lang`.
 inline constexpr bool null_callback_is_predefined(Binding lang) noexcept {
   return kProfile.null_callbacks_are_null && lang == Binding::C;
+}
+
+// The lowest and highest non-null address of the predefined callbacks, [fortran][copy]
+// (mpi_profile.cpp), set by find_predefined_fn's first call: until then 0 and UINTPTR_MAX, which
+// send every callback to it. (Any mix of those and the real bounds is right: each bound only ever
+// narrows to the real one.)
+extern std::atomic<std::uintptr_t> g_predefined_fn_lo[2][2], g_predefined_fn_hi[2][2];
+
+// find_predefined_fn, with a user function (outside the bounds) told apart inline: a keyval
+// create asks for both its callbacks.
+inline const PredefinedFn* find_predefined_fn_fast(const void* fn, bool copy, ObjectKind kind, Binding lang) noexcept {
+  if (fn) {
+    const auto v = reinterpret_cast<std::uintptr_t>(fn);
+    const bool fortran = lang != Binding::C;
+    if (v < g_predefined_fn_lo[fortran][copy].load(std::memory_order_relaxed) ||
+        v > g_predefined_fn_hi[fortran][copy].load(std::memory_order_relaxed))
+      return nullptr;
+  } else if (!null_callback_is_predefined(lang)) {
+    return nullptr;
+  }
+  return find_predefined_fn(fn, copy, kind, lang);
 }
 
 }  // namespace attrcheck::rt

@@ -184,8 +184,7 @@ struct Runtime {
   // Shadow mode: the library's keyval -> engine keyval.
   static constexpr int kSmallKeys = 1 << 16;
   std::atomic<int> small_keys[kSmallKeys] = {};
-  std::mutex big_keys_mu;
-  std::unordered_map<int, int> big_keys;
+  // (Other keys, MPICH's: keyvals.cpp.)
 
   // Handles freed through the tool and not handed out again: using one is object.invalid.
   std::mutex freed_mu;
