@@ -26,6 +26,9 @@ struct Script {
   std::vector<Result> reentrant;  // what the engine answered the callbacks' calls on kA
   std::vector<KeyvalId> deleted;  // the keys of the delete callbacks run, in order
   bool touch_a = true;            // the copy callback tries to delete its attribute of kA
+  int fail_on_delete = -1;        // the delete callback of this call (1-based) returns 5
+  int probe_at = -1;              // the delete callback of this call (1-based) calls probe
+  void (*probe)(Script*) = nullptr;
 };
 
 int scripted_copy(Handle, int key, void* extra, void* in, void* out, int* flag) {
@@ -42,9 +45,11 @@ int scripted_copy(Handle, int key, void* extra, void* in, void* out, int* flag) 
   return 0;
 }
 int counting_delete(Handle, int key, void*, void* extra) {
-  ++static_cast<Script*>(extra)->deletes;
-  static_cast<Script*>(extra)->deleted.push_back(key);
-  return 0;
+  auto* s = static_cast<Script*>(extra);
+  ++s->deletes;
+  s->deleted.push_back(key);
+  if (s->deletes == s->probe_at && s->probe) s->probe(s);
+  return s->deletes == s->fail_on_delete ? 5 : 0;
 }
 
 KeyvalId make_key(Engine& e, Script* s, CopyAction copy, DeleteAction del) {
@@ -266,6 +271,124 @@ TEST(EngineDupFree, KeptSetOrderFollowsEveryChange) {
   s.deleted.clear();
   ASSERT_TRUE(e.free_object(kComm, kC).ok());
   EXPECT_EQ(s.deleted, std::vector<KeyvalId>(f.keys.rbegin(), f.keys.rend()));
+}
+
+// A free marks each attribute deleted as its callback returns (a dead record that lookups probe
+// past), without moving the others. A callback in the middle of the free finds the attributes
+// already deleted absent and the others present, with their values; it lists only those; and a
+// dup it makes of the object gets exactly those, each found by its lookup (the dead records are
+// holes of the old table: without the dup's test of them some copies sit past an empty slot
+// their probe stops at). Every keyval reference is given back once. The older half of the
+// attributes is set again first, so the free deletes them first: they sit where the probes of
+// the other half pass (set first), which a newest-first free of attributes set once never gives.
+struct MidFree {
+  static constexpr int kKeys = 40, kHalf = 20;
+  static inline std::vector<KeyvalId> keys;
+  static inline std::vector<int> present_a, present_b, listed;
+  static inline Result dup;
+  // The indices of the keys whose attribute object h has; each value must be 10 * (i + 1) + plus.
+  static std::vector<int> present(Engine& e, Handle h, std::uint64_t plus) {
+    std::vector<int> out;
+    for (int i = 0; i < kKeys; ++i) {
+      std::uint64_t v = 0;
+      int flag = -1;
+      EXPECT_TRUE(e.get_attr(kComm, h, keys[i], Binding::C, &v, &flag).ok());
+      if (flag) {
+        out.push_back(i);
+        EXPECT_EQ(v, 10u * (i + 1) + plus) << i;
+      }
+    }
+    return out;
+  }
+  static void probe(Script* s) {
+    Engine& e = *s->e;
+    present_a = present(e, kA, 0);
+    listed.clear();
+    for (const AttributeInfo& a : e.attributes(kComm, kA))
+      listed.push_back(static_cast<int>(std::find(keys.begin(), keys.end(), a.keyval) - keys.begin()));
+    dup = e.dup_object(kComm, kA, kB);
+    present_b = present(e, kB, 1);  // (the copy callback adds 1)
+  }
+};
+TEST(EngineFree, ACallbackSeesTheAttributesNotYetDeleted) {
+  UserKeysOnA f(MidFree::kKeys, 10);
+  Script& s = f.s;
+  Engine& e = f.e;
+  s.touch_a = false;
+  for (int i = 0; i < MidFree::kHalf; ++i) ASSERT_TRUE(e.set_attr(kComm, kA, f.keys[i], Binding::C, 10u * (i + 1)).ok());
+  s.deletes = 0;  // (each set ran the old value's delete callback)
+  MidFree::keys = f.keys;
+  s.probe_at = MidFree::kHalf + 1;  // keys 19 .. 0 deleted, 39's callback running
+  s.probe = &MidFree::probe;
+  ASSERT_TRUE(e.free_object(kComm, kA).ok());
+  std::vector<int> want;
+  for (int i = MidFree::kHalf; i < MidFree::kKeys; ++i) want.push_back(i);
+  EXPECT_EQ(MidFree::present_a, want);
+  EXPECT_EQ(MidFree::listed, want);  // (in set order)
+  EXPECT_TRUE(MidFree::dup.ok());
+  EXPECT_EQ(MidFree::present_b, want);
+  for (int i = 0; i < MidFree::kKeys; ++i) EXPECT_EQ(info(e, f.keys[i]).attributes, i >= MidFree::kHalf ? 1u : 0u) << i;
+  s.deleted.clear();
+  s.probe = nullptr;
+  ASSERT_TRUE(e.free_object(kComm, kB).ok());
+  EXPECT_EQ(s.deleted, std::vector<KeyvalId>(f.keys.rbegin(), f.keys.rbegin() + MidFree::kHalf));
+  for (const KeyvalId k : f.keys) EXPECT_EQ(info(e, k).attributes, 0u) << k;
+}
+
+// A free stopped by a failing delete callback keeps the attributes not deleted yet, found where
+// lookups look (the dead records gone), listed and freed later in their set order; the table the
+// free held goes back clean (objects made after it, from the pool, hold what they are given).
+TEST(EngineFree, AStoppedFreeKeepsTheRestWhereLookupsFindThem) {
+  UserKeysOnA f(40, 10);
+  Script& s = f.s;
+  Engine& e = f.e;
+  s.touch_a = false;
+  s.fail_on_delete = 25;  // keys 39 .. 16 deleted, 15's callback fails
+  EXPECT_EQ(e.free_object(kComm, kA), (Result{Status::CallbackFailed, 5}));
+  const std::vector<KeyvalId> rest(f.keys.begin(), f.keys.begin() + 16);
+  EXPECT_EQ(keys_in_set_order(e, kA), rest);
+  for (int i = 0; i < 40; ++i) {
+    std::uint64_t v = 0;
+    int flag = -1;
+    ASSERT_TRUE(e.get_attr(kComm, kA, f.keys[i], Binding::C, &v, &flag).ok());
+    EXPECT_EQ(flag, i < 16 ? 1 : 0) << i;
+    if (i < 16) {
+      EXPECT_EQ(v, 10u * (i + 1)) << i;
+    }
+    EXPECT_EQ(info(e, f.keys[i]).attributes, i < 16 ? 1u : 0u) << i;
+  }
+  s.fail_on_delete = -1;
+  s.deleted.clear();
+  ASSERT_TRUE(e.free_object(kComm, kA).ok());
+  EXPECT_EQ(s.deleted, std::vector<KeyvalId>(rest.rbegin(), rest.rend()));
+  // Tables from the pool: each new object holds exactly what is set on it.
+  for (Handle h : {kB, kC, kD}) {
+    ASSERT_TRUE(e.create_object(kComm, h).ok());
+    for (const KeyvalId k : f.keys) ASSERT_TRUE(e.set_attr(kComm, h, k, Binding::C, 3).ok());
+    EXPECT_EQ(keys_in_set_order(e, h), f.keys);
+    s.deleted.clear();
+    ASSERT_TRUE(e.free_object(kComm, h).ok());
+    EXPECT_EQ(s.deleted.size(), f.keys.size());
+  }
+  for (const KeyvalId k : f.keys) EXPECT_EQ(info(e, k).attributes, 0u) << k;
+}
+
+// Fortran-set values hold a cell each (what a C read points at): a free gives every one back as
+// it marks their attributes deleted (kill_attr_with_cell).
+TEST(EngineFree, FortranValuesGiveTheirCellsBack) {
+  Script s;
+  Engine e;
+  s.e = &e;
+  s.touch_a = false;
+  ASSERT_TRUE(e.create_object(kComm, kA).ok());
+  std::vector<KeyvalId> keys;
+  for (int i = 0; i < 8; ++i) keys.push_back(make_key(e, &s, CopyAction::User, DeleteAction::User));
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    ASSERT_TRUE(e.set_attr(kComm, kA, keys[i], i % 2 ? Binding::FortranAint : Binding::C, i + 1).ok());
+  EXPECT_GT(e.attribute_bytes(), 0u);
+  ASSERT_TRUE(e.free_object(kComm, kA).ok());
+  EXPECT_EQ(s.deletes, 8);
+  EXPECT_EQ(e.attribute_bytes(), 0u);  // (no object left, no cell in use)
 }
 
 }  // namespace

@@ -180,12 +180,7 @@ bool Engine::Impl::delete_attr_ran(const SetCursor& c, const RanDelete* ran, std
   if (!rec) return false;  // absent: delete_attr says so
   if ((k->spec.del.action == DeleteAction::User) != (ran != nullptr)) return false;
   if (ran && !ran_as_required(o, k, *rec, *ran)) return false;
-  {
-    WriteSection ws(seq_);
-    erase_attr(o, rec);
-  }
-  --k->attributes;
-  unref_keyval(k);
+  drop_attr(o, rec, k);
   if (version) *version = seq_.load(std::memory_order_relaxed);
   return true;
 }
@@ -311,12 +306,7 @@ Result Engine::Impl::delete_attr(ObjectKind kind, Handle h, KeyvalId key) {
 // delete more, callgrind).
 [[gnu::always_inline]] inline Result Engine::Impl::delete_located(ObjectSlot* o, KeyvalSlot* k, AttrRec* rec) {
   if (k->spec.del.action == DeleteAction::NullDelete) {  // nothing to call: erase in place
-    {
-      WriteSection ws(seq_);
-      erase_attr(o, rec);
-    }
-    --k->attributes;
-    unref_keyval(k);
+    drop_attr(o, rec, k);
     return {};
   }
   return delete_with_callback(o, k, rec);
@@ -326,12 +316,7 @@ Result Engine::Impl::delete_attr(ObjectKind kind, Handle h, KeyvalId key) {
 Result Engine::Impl::delete_with_callback(ObjectSlot* o, KeyvalSlot* k, AttrRec* rec) {
   const Result r = run_user_delete(o, k, &rec, CallbackCause::Delete);
   if (!r.ok() || !rec) return r;
-  {
-    WriteSection ws(seq_);
-    erase_attr(o, rec);
-  }
-  --k->attributes;
-  unref_keyval(k);
+  drop_attr(o, rec, k);
   return r;
 }
 
@@ -349,12 +334,7 @@ bool Engine::Impl::delete_attr_at(const SetCursor& c, AtOutcome* out) {
     return false;
   }
   if (k->spec.del.action != DeleteAction::NullDelete) return delete_at_with_callback(o, k, rec, out);
-  {
-    WriteSection ws(seq_);
-    erase_attr(o, rec);
-  }
-  --k->attributes;
-  if (__builtin_expect(k->state.load(std::memory_order_relaxed) == kKeyFreed, 0)) unref_keyval_out_of_line(k);
+  drop_attr(o, rec, k);
   out->result = {};
   out->version = seq_.load(std::memory_order_relaxed);
   mu_.unlock();

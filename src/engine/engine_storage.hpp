@@ -202,6 +202,15 @@ static_assert(sizeof(std::atomic<std::int32_t>) == sizeof(std::int32_t), "cell l
 // representation, the predefined bit and (Fortran values) the index of the value's Cell, so
 // get_attr reads everything it needs from three atomics of one record.
 constexpr KeyvalId kEmptyKey = INT_MIN;
+// A record whose attribute a free in progress has deleted (its delete callback returned, or it
+// had none): lookups probe past it as past any other key, so they find the attribute absent and
+// the records after it where they were; scans skip it (live_key). It exists only in the table of
+// an object that a free holds (marked mutating by it: nothing else changes the table), and the
+// free clears every one before it lets go of the table (Engine::Impl::delete_each).
+constexpr KeyvalId kDeadKey = INT_MIN + 1;
+// Whether a record's key is an attribute's: neither empty nor dead (both lie below every keyval
+// id, so the test is one compare, as the test for empty was).
+constexpr bool live_key(KeyvalId k) noexcept { return k > kDeadKey; }
 constexpr std::uint32_t kMetaReprMask = 3;
 constexpr std::uint32_t kMetaPredefined = 4;
 constexpr std::uint32_t kMetaCellShift = 3;
@@ -236,7 +245,8 @@ struct AttrTable {
   }
   const std::uint32_t shift;
   const std::uint32_t mask;
-  std::uint32_t count = 0;  // lock only
+  std::uint32_t count = 0;  // lock only: live records
+  std::uint32_t dead = 0;   // lock only: kDeadKey records (only while a free holds the table)
   std::unique_ptr<AttrRec[]> recs;
 };
 
@@ -309,7 +319,7 @@ inline void records_in_set_order(const AttrTable* t, std::vector<std::uint64_t>*
   std::uint32_t lo = UINT32_MAX, hi = 0, n = 0;
   const AttrRec* recs = t->recs.get();
   for (std::uint32_t i = 0; i <= t->mask; ++i) {
-    if (recs[i].key.load(std::memory_order_relaxed) == kEmptyKey) continue;
+    if (!live_key(recs[i].key.load(std::memory_order_relaxed))) continue;
     lo = std::min(lo, recs[i].order);
     hi = std::max(hi, recs[i].order);
     ++n;
@@ -320,12 +330,12 @@ inline void records_in_set_order(const AttrTable* t, std::vector<std::uint64_t>*
     out->assign(static_cast<std::size_t>(span), UINT32_MAX);
     std::uint32_t* at = out->data();
     for (std::uint32_t i = 0; i <= t->mask; ++i)
-      if (recs[i].key.load(std::memory_order_relaxed) != kEmptyKey) at[recs[i].order - lo] = i;
+      if (live_key(recs[i].key.load(std::memory_order_relaxed))) at[recs[i].order - lo] = i;
     if (span != n) out->erase(std::remove(out->begin(), out->end(), UINT32_MAX), out->end());
     return;
   }
   for (std::uint32_t i = 0; i <= t->mask; ++i)
-    if (recs[i].key.load(std::memory_order_relaxed) != kEmptyKey)
+    if (live_key(recs[i].key.load(std::memory_order_relaxed)))
       scratch->push_back((static_cast<std::uint64_t>(recs[i].order) << 32) | i);
   std::sort(scratch->begin(), scratch->end());
   out->reserve(n);
@@ -342,6 +352,19 @@ class VectorPool {
     std::vector<T> v = std::move(free_.back());
     free_.pop_back();
     v.clear();
+    return v;
+  }
+  // A vector of at least `n` elements, whatever they hold (written before they are read): a
+  // vector given back keeps its size, so a dup of an object with as many attributes as the last
+  // one's writes nothing before its own writes. (take() then resize(n) value-initialised every
+  // element on every dup: ~16 instructions an attribute, MPICH emulate dup [user], callgrind.)
+  std::vector<T> take_sized(std::size_t n) {
+    std::vector<T> v;
+    if (!free_.empty()) {
+      v = std::move(free_.back());
+      free_.pop_back();
+    }
+    if (v.size() < n) v.resize(n);
     return v;
   }
   void give(std::vector<T>&& v) {

@@ -42,7 +42,7 @@ void Engine::Impl::collect_attributes(const ObjectSlot& o, std::vector<Attribute
   for (std::uint32_t i = 0; i <= t->mask; ++i) {
     const AttrRec& rec = t->recs[i];
     const KeyvalId key = rec.key.load(std::memory_order_relaxed);
-    if (key == kEmptyKey) continue;
+    if (!live_key(key)) continue;  // (dead: deleted by a free in progress)
     AttributeInfo a{};
     a.kind = o.kind;
     a.object = o.handle;

@@ -131,7 +131,7 @@ Result Engine::Impl::free_keyval(ObjectKind kind, KeyvalId* keyval, Origin origi
 Result Engine::Impl::register_predefined(ObjectKind kind, KeyvalId id, const char* name, bool copy_on_dup) {
   Lock lk(mu_);
   if (finalized_.load(std::memory_order_relaxed)) return {Status::Finalized, 0};
-  if (id == config.keyval_invalid) return {Status::KeyvalInvalid, 0};
+  if (id == config.keyval_invalid || !live_key(id)) return {Status::KeyvalInvalid, 0};  // (ids tables reserve)
   KeyvalSlot* k = nullptr;
   if (find_predefined(id) || classify_keyval(id, &k) != Status::KeyvalUnknown)
     return {Status::KeyvalPredefined, 0};
