@@ -286,7 +286,7 @@ int on_create_keyval(const Call& call, void* copy_fn, void* delete_fn, int* keyv
   spec.copy = {CopyAction::User, copy_fn, false};
   spec.del = {DeleteAction::User, delete_fn, false};
   for (const bool copy : {true, false}) {
-    const PredefinedFn* p = find_predefined_fn_fast(copy ? copy_fn : delete_fn, copy, kind, call.api->binding);
+    const PredefinedFn* p = find_predefined_fn(copy ? copy_fn : delete_fn, copy, kind, call.api->binding);
     if (!p) continue;
     if (copy) spec.copy = {static_cast<CopyAction>(p->action), nullptr, p->deprecated != nullptr};
     else spec.del = {static_cast<DeleteAction>(p->action), nullptr, p->deprecated != nullptr};

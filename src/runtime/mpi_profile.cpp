@@ -54,7 +54,7 @@ void* f08_pmpi(const char* stem) noexcept {
 std::atomic<std::uintptr_t> g_predefined_fn_lo[2][2] = {}, g_predefined_fn_hi[2][2] = {{UINTPTR_MAX, UINTPTR_MAX},
                                                                                   {UINTPTR_MAX, UINTPTR_MAX}};
 
-const PredefinedFn* find_predefined_fn(const void* fn, bool copy, ObjectKind kind, Binding lang) noexcept {
+const PredefinedFn* scan_predefined_fn(const void* fn, bool copy, ObjectKind kind, Binding lang) noexcept {
   static const char* const null_copy[] = {"MPI_COMM_NULL_COPY_FN", "MPI_TYPE_NULL_COPY_FN", "MPI_WIN_NULL_COPY_FN"};
   static const char* const dup[] = {"MPI_COMM_DUP_FN", "MPI_TYPE_DUP_FN", "MPI_WIN_DUP_FN"};
   static const char* const null_delete[] = {"MPI_COMM_NULL_DELETE_FN", "MPI_TYPE_NULL_DELETE_FN", "MPI_WIN_NULL_DELETE_FN"};
@@ -88,15 +88,15 @@ const PredefinedFn* find_predefined_fn(const void* fn, bool copy, ObjectKind kin
   constexpr std::size_t kEntries = sizeof table / sizeof table[0];
   // The addresses to compare with, built once: C's, mpif.h's and `use mpi_f08`'s (Fortran's are
   // real functions in both libraries, distinct in MPICH too, found by name; f08 has no MPI-1 ones).
-  // A lookup is then one compare per candidate (the copy entries first, then the delete ones),
-  // after a range check: the lowest and highest non-null candidate address of each binding (C or
-  // Fortran) and role (copy or delete). A user's callback (in the program, not in the MPI
-  // library) is outside it, and is told so in a few instructions instead of twelve compares.
+  // A lookup is then one compare per candidate (the copy entries first, then the delete ones).
+  // Built with them: the lowest and highest non-null candidate address of each binding (C or
+  // Fortran) and role (copy or delete), published in g_predefined_fn_lo / _hi for
+  // find_predefined_fn's inline range check (mpi_profile.hpp), which tells a user's callback (in
+  // the program, not in the MPI library) apart before it gets here.
   constexpr std::size_t kFirstDelete = 8;
   static_assert(kEntries == 12, "copy entries [0, kFirstDelete), delete entries after");
   struct Addresses {
     const void* rows[3][kEntries];
-    std::uintptr_t lo[2][2], hi[2][2];  // [fortran][copy]
   };
   static const Addresses& known = *[] {
     static Addresses a;
@@ -117,8 +117,6 @@ const PredefinedFn* find_predefined_fn(const void* fn, bool copy, ObjectKind kin
               lo = v < lo ? v : lo;
               hi = v > hi ? v : hi;
             }
-        a.lo[fortran][copies] = lo;
-        a.hi[fortran][copies] = hi;
         g_predefined_fn_lo[fortran][copies].store(lo, std::memory_order_relaxed);
         g_predefined_fn_hi[fortran][copies].store(hi, std::memory_order_relaxed);
       }
@@ -126,12 +124,6 @@ const PredefinedFn* find_predefined_fn(const void* fn, bool copy, ObjectKind kin
   }();
   static thread_local PredefinedFn hit;
   const bool c = lang == Binding::C;
-  if (fn) {
-    const auto v = reinterpret_cast<std::uintptr_t>(fn);
-    if (v < known.lo[!c][copy] || v > known.hi[!c][copy]) return nullptr;
-  } else if (!null_callback_is_predefined(lang)) {
-    return nullptr;
-  }
   const int k = static_cast<int>(kind);
   const void* const* candidates = known.rows[c ? 0 : 1];
   const void* const* f08 = known.rows[2];

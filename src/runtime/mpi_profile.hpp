@@ -119,10 +119,9 @@ struct PredefinedFn {
   const char* name;
   const char* deprecated;  // the MPI-1 ones: the kind-specific replacement; else nullptr
 };
-// What `fn`, passed as a keyval's copy (`copy`) or delete callback in binding `lang`, is: a
-// predefined callback, or nullptr for a user function. Where the library's encoding cannot tell a
-// deprecated constant from its replacement (MPICH's C constants), the replacement is assumed.
-const PredefinedFn* find_predefined_fn(const void* fn, bool copy, ObjectKind kind, Binding lang) noexcept;
+// find_predefined_fn's compare with each candidate address (mpi_profile.cpp), reached only past
+// its range check. Its first call also sets the bounds that check reads.
+const PredefinedFn* scan_predefined_fn(const void* fn, bool copy, ObjectKind kind, Binding lang) noexcept;
 
 // Whether a null copy or delete callback is legal (the predefined null one) in binding `lang`.
 inline constexpr bool null_callback_is_predefined(Binding lang) noexcept {
@@ -130,14 +129,17 @@ inline constexpr bool null_callback_is_predefined(Binding lang) noexcept {
 }
 
 // The lowest and highest non-null address of the predefined callbacks, [fortran][copy]
-// (mpi_profile.cpp), set by find_predefined_fn's first call: until then 0 and UINTPTR_MAX, which
+// (mpi_profile.cpp), set by scan_predefined_fn's first call: until then 0 and UINTPTR_MAX, which
 // send every callback to it. (Any mix of those and the real bounds is right: each bound only ever
-// narrows to the real one.)
+// narrows to the real one, and the scan alone gives the same answer.)
 extern std::atomic<std::uintptr_t> g_predefined_fn_lo[2][2], g_predefined_fn_hi[2][2];
 
-// find_predefined_fn, with a user function (outside the bounds) told apart inline: a keyval
-// create asks for both its callbacks.
-inline const PredefinedFn* find_predefined_fn_fast(const void* fn, bool copy, ObjectKind kind, Binding lang) noexcept {
+// What `fn`, passed as a keyval's copy (`copy`) or delete callback in binding `lang`, is: a
+// predefined callback, or nullptr for a user function. Where the library's encoding cannot tell a
+// deprecated constant from its replacement (MPICH's C constants), the replacement is assumed.
+// A user function (outside the bounds) is told apart inline: a keyval create asks for both its
+// callbacks.
+inline const PredefinedFn* find_predefined_fn(const void* fn, bool copy, ObjectKind kind, Binding lang) noexcept {
   if (fn) {
     const auto v = reinterpret_cast<std::uintptr_t>(fn);
     const bool fortran = lang != Binding::C;
@@ -147,7 +149,7 @@ inline const PredefinedFn* find_predefined_fn_fast(const void* fn, bool copy, Ob
   } else if (!null_callback_is_predefined(lang)) {
     return nullptr;
   }
-  return find_predefined_fn(fn, copy, kind, lang);
+  return scan_predefined_fn(fn, copy, kind, lang);
 }
 
 }  // namespace attrcheck::rt
