@@ -80,22 +80,38 @@ struct AttrStore {
     if (!t || (t->count + 1) * 4 > t->capacity() * 3) {
       const std::uint32_t log2cap = t ? 32 - t->shift + 1 : 2;
       AttrTable* bigger = take_table(log2cap);
-      if (t) {
-        for (std::uint32_t i = 0; i <= t->mask; ++i) {
-          if (t->recs[i].key.load(std::memory_order_relaxed) == kEmptyKey) continue;
-          AttrRec* dst = probe_empty(bigger, t->recs[i].key.load(std::memory_order_relaxed));
-          dst->copy_from(t->recs[i]);
-          t->recs[i].clear();
-        }
-        bigger->count = t->count;
-        t->count = 0;
-        table_pool_[32 - t->shift].push_back(t);
-      }
+      if (t) move_records(t, bigger);
       o->table.store(bigger, std::memory_order_release);
       o->set_order_ok = false;  // (the records moved)
       t = bigger;
     }
     return t;
+  }
+
+  // A table of ct's size with ct's attributes where lookups find them: ct's records sit in slots
+  // they were not probed into (a dup's copies placed where the old object's records were, some
+  // not copied) or among dead ones (what a free stopped by a failing callback left). ct goes
+  // back to the pool.
+  AttrTable* repack(AttrTable* ct) {
+    AttrTable* packed = take_table(32 - ct->shift);
+    move_records(ct, packed);
+    return packed;
+  }
+
+  // Moves the attributes of `from` into the empty table `to`, each probed into place with its
+  // cell, and gives `from` back to the pool, cleared (its dead records dropped).
+  void move_records(AttrTable* from, AttrTable* to) {
+    for (std::uint32_t i = 0; i <= from->mask; ++i) {
+      AttrRec& rec = from->recs[i];
+      const KeyvalId key = rec.key.load(std::memory_order_relaxed);
+      if (key == kEmptyKey) continue;
+      if (live_key(key)) probe_empty(to, key)->copy_from(rec);
+      rec.clear();
+    }
+    to->count = from->count;
+    from->count = 0;
+    from->dead = 0;
+    table_pool_[32 - from->shift].push_back(from);
   }
 
   static AttrRec* probe_empty(AttrTable* t, KeyvalId key) noexcept {

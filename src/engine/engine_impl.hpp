@@ -405,10 +405,6 @@ struct Engine::Impl : AttrStore {
     Binding repr;
     bool call;           // its user copy callback decides: the run's next call
   };
-  // A dup's table whose records sit where the old object's did, some missing (not copied): the
-  // same records in a clean table of its size, where lookups find them (lock held, the table no
-  // object's yet; objects.cpp).
-  AttrTable* repack(AttrTable* ct);
   VectorPool<CopyStep> step_pool_;
   VectorPool<CopyCall> call_pool_;
   VectorPool<CopyOutcome> outcome_pool_;

@@ -192,22 +192,6 @@ Result Engine::Impl::dup_object(ObjectKind kind, Handle old_h, Handle new_h, Ori
   return failure;
 }
 
-AttrTable* Engine::Impl::repack(AttrTable* ct) {
-  AttrTable* packed = take_table(32 - ct->shift);
-  for (std::uint32_t i = 0; i <= ct->mask; ++i) {
-    AttrRec& rec = ct->recs[i];
-    const KeyvalId key = rec.key.load(std::memory_order_relaxed);
-    if (key == kEmptyKey) continue;
-    if (live_key(key)) probe_empty(packed, key)->copy_from(rec);  // (with its cell, if any)
-    rec.clear();
-  }
-  packed->count = ct->count;
-  ct->count = 0;
-  ct->dead = 0;
-  table_pool_[32 - ct->shift].push_back(ct);
-  return packed;
-}
-
 std::size_t Engine::Impl::run_copies(const CopyCall* calls, std::size_t n, CopyOutcome* out) {
   if (!config.observer) {
     try {
