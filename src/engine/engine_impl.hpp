@@ -627,8 +627,7 @@ struct Engine::Impl : AttrStore {
     release_cell(*rec);
     mark_dead(o, t, rec);
   }
-  bool free_advance(FreeRun* r);
-  bool free_next(FreeRun* r);  // (free_advance's body, inline)
+  bool free_next(FreeRun* r);  // (inline: objects.cpp)
   static bool free_step(void* ctx, int rc, bool threw);
 
   // Engine::dup_object_ran, Engine::free_object_ran (objects_ran.cpp).
