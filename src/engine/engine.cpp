@@ -63,11 +63,7 @@ Engine::~Engine() = default;
 bool Engine::finalized() const noexcept { return impl_->finalized_.load(std::memory_order_acquire); }
 std::uint64_t Engine::version() const noexcept { return impl_->seq_.load(std::memory_order_acquire); }
 std::uint64_t Engine::layout_version() const noexcept { return impl_->layout_.load(std::memory_order_acquire); }
-void Engine::drop_locking() {
-  Lock lk(impl_->mu_);  // (a caller still inside finishes first; then no lock is taken again)
-  lk.unlock();
-  impl_->mu_.disable();
-}
+void Engine::drop_locking() { impl_->mu_.disable(); }  // (a caller still inside finishes first)
 void Engine::advance_layout() {
   Lock lk(impl_->mu_);
   WriteSection ws(impl_->seq_, &impl_->layout_);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "attrcheck/engine.hpp"
+#include "attrcheck/spin_lock.hpp"
 
 namespace attrcheck {
 namespace engine_detail {
@@ -21,47 +22,7 @@ namespace engine_detail {
 // 1. Concurrency primitives
 // ---------------------------------------------------------------------------------------------
 
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
-// Critical sections never run user code and never block, so a spinning lock (one atomic
-// exchange to take, one store to release) is cheaper than a mutex on the hot set/delete path.
-// A host whose calls never overlap switches it off (Engine::drop_locking): the exchange is a
-// locked instruction that costs as much as a tenth of an MPI library's whole set.
-class SpinLock {
- public:
-  void lock() noexcept {
-    if (!enabled_.load(std::memory_order_relaxed)) return;
-    if (__builtin_expect(!locked_.exchange(true, std::memory_order_acquire), 1)) return;
-    wait();
-  }
-  // lock() when another thread holds it. (Out of line: the callers' frames stay small.)
-  [[gnu::noinline]] void wait() noexcept {
-    for (unsigned spins = 0;; ++spins) {
-      if (!locked_.exchange(true, std::memory_order_acquire)) return;
-      while (locked_.load(std::memory_order_relaxed)) {
-        if (++spins < 128) {
-          cpu_relax();
-        } else {
-          std::this_thread::yield();
-        }
-      }
-    }
-  }
-  void unlock() noexcept {
-    if (enabled_.load(std::memory_order_relaxed)) locked_.store(false, std::memory_order_release);
-  }
-  void disable() noexcept { enabled_.store(false, std::memory_order_relaxed); }
-
- private:
-  std::atomic<bool> locked_{false};
-  std::atomic<bool> enabled_{true};
-};
+// cpu_relax and SpinLock: attrcheck/spin_lock.hpp (the runtime's keyval locks are SpinLocks too).
 
 using Lock = std::unique_lock<SpinLock>;
 

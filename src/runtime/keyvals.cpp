@@ -6,8 +6,8 @@
 #include <climits>
 #include <mutex>
 
-#include <sched.h>
 
+#include "attrcheck/spin_lock.hpp"
 #include "runtime/runtime.hpp"
 
 namespace attrcheck::rt {
@@ -41,29 +41,12 @@ KeyRecord* new_record(int engine_id) {
 }
 
 namespace {
-// Calls overlap only at MPI_THREAD_MULTIPLE: below it enter() refuses other threads (SINGLE,
-// FUNNELED) or the program promises it (SERIALIZED), and the engine drops its lock
-// (Engine::drop_locking). The runtime's keyval locks do likewise: below MULTIPLE they take
-// nothing, where an exchange to lock (a locked instruction, ~20 cycles) and a std::mutex's two
-// made a sizeable part of a keyval create + free's time. Held for a few dozen instructions (a
-// quarantine batch's bookkeeping: a few thousand), never across an MPI or user call, so spinning
-// beats a mutex at MULTIPLE too. thread_level is set once, at MPI_Init, before any call gets here.
-class KeyvalLock {
- public:
-  void lock() noexcept {
-    if (!shared()) return;
-    for (unsigned spins = 0; locked_.exchange(true, std::memory_order_acquire);)
-      while (locked_.load(std::memory_order_relaxed))
-        if (++spins > 64) sched_yield();
-  }
-  void unlock() noexcept {
-    if (shared()) locked_.store(false, std::memory_order_release);
-  }
-
- private:
-  static bool shared() noexcept { return state().thread_level >= MPI_THREAD_MULTIPLE; }
-  std::atomic<bool> locked_{false};
-};
+// The runtime's keyval locks (g_big_keys_mu, g_quarantine_mu) are spin locks: held for a few
+// dozen instructions (a quarantine batch's bookkeeping: a few thousand), never across an MPI or
+// user call. Below MPI_THREAD_MULTIPLE calls never overlap (enter() refuses other threads at
+// SINGLE and FUNNELED; SERIALIZED programs promise it), so MPI's start switches them off with the
+// engine's lock (drop_keyval_locking): an exchange to lock (a locked instruction, ~20 cycles) and
+// a std::mutex's two made a sizeable part of a keyval create + free's time.
 
 // Keys outside 0..kSmallKeys (MPICH's are handles such as 0xa4000000) -> engine ids, under
 // g_big_keys_mu: open addressing, linear probing, key and id in one word (a key of 0 is never a
@@ -107,7 +90,7 @@ struct BigKeyMap {
     delete[] old;
   }
 };
-KeyvalLock g_big_keys_mu;
+SpinLock g_big_keys_mu;
 BigKeyMap g_big_keys;
 
 // In front of it, lock-free: the entry of the key last mapped or looked up in each slot (0:
@@ -134,7 +117,7 @@ int to_engine_key_shadow(int user_key) noexcept {
              static_cast<std::uint32_t>(e >> 32) == static_cast<std::uint32_t>(user_key)) {
     id = static_cast<int>(static_cast<std::uint32_t>(e));
   } else {
-    std::lock_guard<KeyvalLock> lock(g_big_keys_mu);
+    std::lock_guard<SpinLock> lock(g_big_keys_mu);
     id = g_big_keys.find(user_key);
     if (id) big_key_slot(user_key).store(big_key_entry(user_key, id), std::memory_order_release);
   }
@@ -147,7 +130,7 @@ void map_key(int user_key, int engine_id) noexcept {
     r.small_keys[user_key].store(engine_id, std::memory_order_release);
   } else {
     const std::uint64_t entry = big_key_entry(user_key, engine_id);
-    std::lock_guard<KeyvalLock> lock(g_big_keys_mu);
+    std::lock_guard<SpinLock> lock(g_big_keys_mu);
     g_big_keys.put(entry);
     big_key_slot(user_key).store(entry, std::memory_order_release);
   }
@@ -256,7 +239,7 @@ struct Held {
   int key;        // the library's
   int engine_id;  // the engine keyval it named, whose slot the engine keeps
 };
-KeyvalLock g_quarantine_mu;  // (KeyvalLock: above)
+SpinLock g_quarantine_mu;  // (see g_big_keys_mu)
 // The last kQuarantineHold keys freed, oldest first.
 Held g_ring[kQuarantineHold];
 int g_held = 0, g_oldest = 0;
@@ -347,7 +330,7 @@ void quarantine_keyval(ObjectKind kind, int user_key, int engine_id) noexcept {
   Held batch[kQuarantineBatch + 1];  // 6 KiB of stack, only while a batch is released
   int n = 0;
   {
-    std::lock_guard<KeyvalLock> lock(g_quarantine_mu);
+    std::lock_guard<SpinLock> lock(g_quarantine_mu);
     const Held freed{kind, user_key, engine_id};
     if (g_held < kQuarantineHold) {
       g_ring[(g_oldest + g_held++) % kQuarantineHold] = freed;
@@ -377,7 +360,7 @@ bool reuse_held_keyval(const LibraryArgs& args, const KeyvalSpec& spec, Origin o
   if (state().limited.load(std::memory_order_relaxed)) return false;
   Held h;
   {
-    std::lock_guard<KeyvalLock> lock(g_quarantine_mu);
+    std::lock_guard<SpinLock> lock(g_quarantine_mu);
     int* link = &g_bucket[bucket_of(args)];
     for (int steps = 0; *link >= 0 && !same_args(g_ready[*link].args, args); ++steps) {
       if (steps == kChainSteps) return false;
@@ -406,7 +389,7 @@ void release_quarantine() noexcept {
   for (;;) {
     int n = 0;
     {
-      std::lock_guard<KeyvalLock> lock(g_quarantine_mu);
+      std::lock_guard<SpinLock> lock(g_quarantine_mu);
       if (g_ready_built && g_ready_count.load(std::memory_order_relaxed) > 0) {
         n = take_all_ready(batch);
       } else {
@@ -420,6 +403,11 @@ void release_quarantine() noexcept {
     if (n == 0) return;
     release(batch, n);
   }
+}
+
+void drop_keyval_locking() noexcept {
+  g_big_keys_mu.disable();
+  g_quarantine_mu.disable();
 }
 
 }  // namespace attrcheck::rt

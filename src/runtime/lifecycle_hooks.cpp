@@ -12,8 +12,12 @@ void begin(int provided) {
   Runtime& r = state();
   r.first_thread.store(thread_token(), std::memory_order_relaxed);
   // Below MPI_THREAD_MULTIPLE calls never overlap (enter() refuses other threads below
-  // SERIALIZED; SERIALIZED programs promise it): the engine can do without its lock.
-  if (provided < MPI_THREAD_MULTIPLE) r.engine->drop_locking();
+  // SERIALIZED; SERIALIZED programs promise it): the engine and the keyval maps can do without
+  // their locks.
+  if (provided < MPI_THREAD_MULTIPLE) {
+    r.engine->drop_locking();
+    drop_keyval_locking();
+  }
   started(provided);
 }
 }  // namespace

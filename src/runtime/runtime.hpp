@@ -231,6 +231,9 @@ void register_predefined_keys(Engine& e);
 // `engine_id`: the keyval the engine freed, with its slot kept (Engine::free_keyval keep_slot).
 void quarantine_keyval(ObjectKind kind, int user_key, int engine_id) noexcept;
 void release_quarantine() noexcept;
+// Below MPI_THREAD_MULTIPLE, as MPI starts: the keyval map's and the quarantine's locks take
+// nothing from then on, as the engine's (Engine::drop_locking).
+void drop_keyval_locking() noexcept;
 // A held library key whose quarantine is over, made with the same `args`, renewed for a new keyval
 // (Engine::renew_keyval, in the slot whose KeyRecord the library already has): *user_key the
 // library's number, *engine_id the new keyval. False: none (the caller creates one as usual).
