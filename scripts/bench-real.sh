@@ -1,27 +1,33 @@
 #!/usr/bin/env bash
 # Whole-program overhead on real clients (issue 12): PETSc ksp ex2 (-m 500 -n 500) and snes ex19
 # (a 513 x 513 grid: -da_grid_x 5 -da_grid_y 5 -da_refine 7, ~9 s natively on this 2-core
-# machine when it is quiet; -da_refine 6 on the default grid takes ~1.8 s) at 2 ranks, and the
-# real-client tests' mpi4py program at 2 ranks; each natively, under shadow and under emulate,
+# machine when it is quiet; -da_refine 6 on the default grid takes ~1.8 s) at 2 ranks, the
+# real-client tests' mpi4py program and parallel HDF5's ph5example at 2 ranks (on an MPICH build,
+# BUILD_DIR=build-mpich, only ph5example: Debian builds the others on Open MPI); each natively,
+# under shadow and under emulate,
 # the configurations interleaved within each round (their order rotating), wall-clock seconds of
 # the whole mpiexec.
 # Prints the median of the rounds per client and configuration and the ratios to native.
-#   BUILD_DIR=dir   an Open MPI build with the real-client tests (default build)
+#   BUILD_DIR=dir   a build with the real-client tests (default build; build-mpich for MPICH)
 #   ROUNDS=N        rounds (default 5)
-#   CLIENTS="ksp_ex2 snes_ex19 mpi4py true"   which clients (true: `mpiexec -n 2 true`, the
-#                   launcher's fixed cost)
+#   CLIENTS="ksp_ex2 snes_ex19 mpi4py hdf5 true"   which clients (true: `mpiexec -n 2 true`,
+#                   the launcher's fixed cost; default: all the build's MPI has)
 #   PRELOAD=1       also each mode without the launcher (mpiexec -x LD_PRELOAD=libattrcheck.so
-#                   -x ATTRCHECK_MODE=...: Open MPI's mpiexec): the runtime's own cost, without the
+#                   -x ATTRCHECK_MODE=..., or Hydra's -genv): the runtime's own cost, without the
 #                   launcher's start-up and its merge and summary of the reports after the run
 # Needs scripts/build.sh first (the PETSc tutorials are built with the real-client tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-exec python3 - "$build" "${ROUNDS:-5}" "${CLIENTS:-ksp_ex2 snes_ex19 mpi4py true}" "${PRELOAD:-0}" <<'PY'
+exec python3 - "$build" "${ROUNDS:-5}" "${CLIENTS:-}" "${PRELOAD:-0}" <<'PY'
 import json, os, shutil, statistics, subprocess, sys, tempfile, time
-build, rounds, clients, preload = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4] == "1"
-mpiexec = json.load(open(f"{build}/lib/attrcheck/mpi-build.json"))["mpiexec"] or "mpiexec"
+build, rounds, clients, preload = os.path.abspath(sys.argv[1]), int(sys.argv[2]), sys.argv[3].split(), sys.argv[4] == "1"
+mpi = json.load(open(f"{build}/lib/attrcheck/mpi-build.json"))
+mpiexec = mpi["mpiexec"] or "mpiexec"
+openmpi = mpi["library"] == "openmpi"
+if not clients:
+    clients = ["ksp_ex2", "snes_ex19", "mpi4py", "hdf5", "true"] if openmpi else ["hdf5", "true"]
 # The Python the real-client tests found mpi4py and numpy in (CMake cache), not whatever is first
 # on PATH.
 python = next((line.split("=", 1)[1].strip() for line in open(f"{build}/CMakeCache.txt")
@@ -30,7 +36,9 @@ commands = {
     "ksp_ex2": [f"{build}/tests/real/petsc_ksp_ex2", "-m", "500", "-n", "500"],
     "snes_ex19": [f"{build}/tests/real/petsc_snes_ex19", "-da_grid_x", "5", "-da_grid_y", "5", "-da_refine", "7",
                   "-pc_type", "mg", "-ksp_type", "fgmres", "-pc_mg_type", "full"],
-    "mpi4py": [python, "tests/real/mpi4py_client.py"],
+    "mpi4py": [python, os.path.abspath("tests/real/mpi4py_client.py")],
+    # Parallel HDF5 (the MPICH flavour on an MPICH build): its files go to the run's directory.
+    "hdf5": [f"{build}/tests/real/hdf5_ph5example"],
     # No MPI program at all: what starting 2 ranks costs, and the launcher's own fixed cost.
     "true": ["true"],
 }
@@ -46,13 +54,17 @@ try:
             for m in order:
                 cmd = [mpiexec, "-n", "2"] + commands[c]
                 if m.endswith("-preload"):
-                    cmd = [mpiexec, "-n", "2", "-x", f"LD_PRELOAD={library}", "-x", f"ATTRCHECK_MODE={m[:-8]}",
-                           "-x", f"ATTRCHECK_OUTPUT={out}/{c}.{m}.{r}", "-x", "ATTRCHECK_RANK_SUMMARY=0"] + commands[c]
+                    env = {"LD_PRELOAD": library, "ATTRCHECK_MODE": m[:-8], "ATTRCHECK_OUTPUT": f"{out}/{c}.{m}.{r}",
+                           "ATTRCHECK_RANK_SUMMARY": "0"}
+                    cmd = [mpiexec, "-n", "2"]
+                    for k, v in env.items():
+                        cmd += ["-x", f"{k}={v}"] if openmpi else ["-genv", k, v]
+                    cmd += commands[c]
                 elif m != "native":
                     cmd = [f"{build}/bin/attrcheck", "--mode", m, "--output", f"{out}/{c}.{m}.{r}",
                            "--fail-on", "never", "--"] + cmd
                 t0 = time.monotonic()
-                p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=out)
                 t = time.monotonic() - t0
                 if p.returncode != 0:
                     sys.exit(f"bench-real: {c} {m} failed ({p.returncode}):\n{p.stderr[-2000:]}")

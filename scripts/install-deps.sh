@@ -22,6 +22,8 @@ packages=(
   # flavour) and its examples (ph5example.c), mpi4py with numpy, h5py built with MPI.
   libpetsc-real3.18-dev libpetsc3.18-dev-examples
   libhdf5-openmpi-dev libhdf5-doc
+  # MPICH's real client: Debian builds parallel HDF5 for MPICH too (PETSc, mpi4py, h5py: Open MPI).
+  libhdf5-mpich-dev
   python3-mpi4py python3-numpy python3-h5py-mpi
 )
 

@@ -85,6 +85,37 @@ class Config:
     def mpiexec(self, np, *command):
         return [self.launcher, self.numproc_flag, str(np), *command]
 
+    def per_rank_stdout(self, directory):
+        """The launcher's options that write each rank's stdout to a file of its own under
+        `directory` (read back with rank_stdout): interleaved ranks cannot garble each other's
+        lines there. (Open MPI's --tag-output would not do: it tags each chunk a rank writes, even
+        mid-line.) Makes `directory` (Hydra does not)."""
+        os.makedirs(directory, exist_ok=True)
+        if self.library == "openmpi":
+            return ["--output-filename", directory]
+        return ["-outfile-pattern", os.path.join(directory, "rank.%r.stdout")]  # Hydra's
+
+    def rank_stdout(self, directory):
+        """{rank: text} of what per_rank_stdout(directory) made the launcher write, for the first
+        job only (jobs a program spawns are not its ranks)."""
+        ranks = {}
+        if not os.path.isdir(directory):
+            return ranks
+        if self.library == "openmpi":  # DIR/JOB/rank.N/stdout, spawned jobs later JOB numbers
+            jobs = sorted((d for d in os.listdir(directory) if d.isdigit()), key=int)
+            if not jobs:
+                return ranks
+            job = os.path.join(directory, jobs[0])
+            files = {int(e[5:]): os.path.join(job, e, "stdout") for e in os.listdir(job)
+                     if e.startswith("rank.") and e[5:].isdigit()}
+        else:  # DIR/rank.N.stdout
+            files = {int(m.group(1)): os.path.join(directory, e) for e in os.listdir(directory)
+                     for m in [re.fullmatch(r"rank\.(\d+)\.stdout", e)] if m}
+        for rank, path in files.items():
+            with open(path, errors="replace") as f:
+                ranks[rank] = f.read()
+        return ranks
+
     def env(self, **extra):
         return dict(os.environ, **ENV, **extra)
 

@@ -3,18 +3,19 @@
 
 The test passes when, under attrcheck in the given mode:
   - the command ends with the native run's exit status (which must be 0),
-  - every rank's stdout equals the native run's (mpirun --output-filename keeps one file per rank,
-    so the interleaving of ranks does not matter; lines matching an --ignore regex are dropped in
-    both; --tag-output would not do: Open MPI tags each chunk a rank writes, even mid-line),
+  - every rank's stdout equals the native run's (the launcher keeps one file per rank, so the
+    interleaving of ranks does not matter: mpi_config.per_rank_stdout; lines matching an --ignore
+    regex are dropped in both),
   - every rank wrote a report (attrcheck really ran in it), the merged report matches the schema,
   - the merged report has no error or warning finding, except those the client's allow-list
     (--allow FILE) names. The allow-list is a suppressions file (README, Suppressions) given to
     the launcher, so allowed findings are moved to the report's "suppressed" list; every entry
     must say why on its own line as a trailing "# reason" comment.
 
-usage: run_real.py --launcher BIN --mode MODE --np N --workdir DIR [--allow FILE]
+usage: run_real.py --build DIR --mode MODE --np N --workdir DIR [--allow FILE]
                    [--ignore REGEX]... [--timeout SECONDS] -- COMMAND [ARGS...]
-The command is what mpirun starts on each rank (a program and its arguments).
+The command is what the build's MPI launcher (mpiexec of Open MPI or MPICH) starts on each rank
+(a program and its arguments).
 """
 import argparse
 import difflib
@@ -29,23 +30,14 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "mpi"))
-from mpi_config import ENV  # noqa: E402  (the MPI tests' environment)
+import mpi_config  # noqa: E402  (the MPI library of the build, the MPI tests' environment)
 from run_case import schema_errors  # noqa: E402  (the MPI tests' schema check)
 
-def per_rank(directory, ignore):
-    """{rank: [lines]} of the first job's stdout files that `mpirun --output-filename DIR` wrote
-    (DIR/JOB/rank.N/stdout; jobs a program spawns get later JOB numbers)."""
-    ranks = {}
-    jobs = sorted((d for d in os.listdir(directory) if d.isdigit()), key=int) if os.path.isdir(directory) else []
-    if not jobs:
-        return ranks
-    job = os.path.join(directory, jobs[0])
-    for entry in os.listdir(job):
-        if entry.startswith("rank.") and entry[5:].isdigit():
-            with open(os.path.join(job, entry, "stdout"), errors="replace") as f:
-                ranks[int(entry[5:])] = [line for line in f.read().splitlines()
-                                         if not any(r.search(line) for r in ignore)]
-    return ranks
+def per_rank(cfg, directory, ignore):
+    """{rank: [lines]} of each rank's stdout (the first job's) that the launcher wrote under
+    `directory`, lines matching an `ignore` regex dropped."""
+    return {rank: [line for line in text.splitlines() if not any(r.search(line) for r in ignore)]
+            for rank, text in cfg.rank_stdout(directory).items()}
 
 
 def allow_list_problems(path, launcher):
@@ -76,7 +68,7 @@ def run(cmd, env, cwd, timeout):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--launcher", required=True)
+    ap.add_argument("--build", required=True, help="the attrcheck build: its launcher (bin/attrcheck) and its MPI")
     ap.add_argument("--mode", required=True, choices=("shadow", "emulate"))
     ap.add_argument("--np", type=int, required=True)
     ap.add_argument("--workdir", required=True)
@@ -92,7 +84,9 @@ def main():
     a.workdir = os.path.abspath(a.workdir)  # the runs use their own directories as cwd
     failures = []
 
-    env = dict(os.environ, **ENV)
+    cfg = mpi_config.load(a.build)
+    launcher_bin = os.path.join(os.path.abspath(a.build), "bin", "attrcheck")
+    env = cfg.env()
     env.pop("ATTRCHECK_SUPPRESSIONS", None)  # only the allow-list given here may hide findings
     shutil.rmtree(a.workdir, ignore_errors=True)
     native_dir, checked_dir = os.path.join(a.workdir, "native"), os.path.join(a.workdir, "attrcheck")
@@ -100,12 +94,13 @@ def main():
     os.makedirs(checked_dir)  # each run in its own directory: clients write files to the cwd
     out = os.path.join(a.workdir, "report")
     def mpirun(directory):
-        return ["mpirun", "--output-filename", os.path.join(directory, "stdout"), "-np", str(a.np)] + command
+        return [cfg.launcher, *cfg.per_rank_stdout(os.path.join(directory, "stdout")), cfg.numproc_flag, str(a.np),
+                *command]
 
     native = run(mpirun(native_dir), env, native_dir, a.timeout)
-    launcher = [os.path.abspath(a.launcher), "--mode", a.mode, "--output", out, "--fail-on", "never"]
+    launcher = [launcher_bin, "--mode", a.mode, "--output", out, "--fail-on", "never"]
     if a.allow:
-        failures.extend(allow_list_problems(a.allow, a.launcher))
+        failures.extend(allow_list_problems(a.allow, launcher_bin))
         launcher += ["--suppressions", a.allow]
     checked_cmd = launcher + ["--"] + mpirun(checked_dir)
     checked = run(checked_cmd, env, checked_dir, a.timeout)
@@ -118,8 +113,8 @@ def main():
     if native.returncode != checked.returncode:
         failures.append(f"exit status {checked.returncode} under attrcheck, {native.returncode} natively")
 
-    want = per_rank(os.path.join(native_dir, "stdout"), ignore)
-    got = per_rank(os.path.join(checked_dir, "stdout"), ignore)
+    want = per_rank(cfg, os.path.join(native_dir, "stdout"), ignore)
+    got = per_rank(cfg, os.path.join(checked_dir, "stdout"), ignore)
     if sorted(want) != list(range(a.np)):
         failures.append(f"the native run left stdout files for ranks {sorted(want)}, expected {a.np}")
     for rank in sorted(set(want) | set(got)):
