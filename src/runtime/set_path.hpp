@@ -146,9 +146,16 @@ template <typename Forward>
     // before the deferral test) cost Open MPI's emulate set [pre] 102 -> 132 instructions, and
     // 106 with set_emulated always_inline, where MPICH's emulate set + delete [user] also went
     // 375 -> 383 (callgrind, session 10).
+    // (The FnRef takes a copy's address: taking `forward`'s made gcc keep the library call's
+    // arguments in memory on the shadow path too, three stores before the mode test and three
+    // loads before the library's call.)
     const Call call{&api, caller};
-    *rc = __builtin_expect(defer_emulated_set(call, q, word), 1) ? MPI_SUCCESS
-                                                                 : set_emulated_undeferred(call, q, h, key, word, forward);
+    if (__builtin_expect(defer_emulated_set(call, q, word), 1)) {
+      *rc = MPI_SUCCESS;
+    } else {
+      Forward copy = forward;
+      *rc = set_emulated_undeferred(call, q, h, key, word, copy);
+    }
     return true;
   }
   const std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
