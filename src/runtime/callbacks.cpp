@@ -13,9 +13,7 @@ namespace attrcheck::rt {
 // ---- per-thread callback context ------------------------------------------------------------
 CbFrame kUnchecked{nullptr, 0, nullptr, nullptr, 0, ObjectKind::Comm, false, false};
 CbFrame kInFortran{nullptr, ~Handle{0}, nullptr, nullptr, 0, ObjectKind::Comm, false, false};
-__thread CbFrame* t_cb_top = &kUnchecked;
-__thread const Call* t_call = nullptr;
-__thread Replay* t_replay = nullptr;
+__thread ThreadContext t_ctx{nullptr, &kUnchecked, nullptr};
 __thread PendingSets t_pending;
 namespace {
 
@@ -23,12 +21,12 @@ namespace {
 class CbGuard {
  public:
   explicit CbGuard(CbFrame& frame) noexcept : frame_(frame) {
-    frame.outer = t_cb_top;
+    frame.outer = t_ctx.cb_top;
     std::atomic_signal_fence(std::memory_order_release);  // complete before the handler can see it
-    t_cb_top = &frame;
+    t_ctx.cb_top = &frame;
   }
   ~CbGuard() {
-    t_cb_top = frame_.outer;
+    t_ctx.cb_top = frame_.outer;
     std::atomic_signal_fence(std::memory_order_release);
   }
   CbGuard(const CbGuard&) = delete;
@@ -42,13 +40,13 @@ class CbGuard {
 }  // namespace
 
 const char* current_call_name() noexcept {
-  if (t_call) return t_call->api->name;
+  if (t_ctx.call) return t_ctx.call->api->name;
   return phase() == Phase::Finalizing ? "MPI_Finalize" : "MPI";
 }
 
 namespace {
 // current_call_name, its common case inline (a callback frame is built on every callback run).
-inline const char* call_name() noexcept { return __builtin_expect(t_call != nullptr, 1) ? t_call->api->name : current_call_name(); }
+inline const char* call_name() noexcept { return __builtin_expect(t_ctx.call != nullptr, 1) ? t_ctx.call->api->name : current_call_name(); }
 }  // namespace
 
 namespace {
@@ -316,7 +314,7 @@ int trampoline_copy_fn(Obj old, int key, void* extra, void* in, void* out, int* 
   if (__builtin_expect(!threw && (rc != MPI_SUCCESS || (*flag != 0 && *flag != 1)), 0))
     report_copy_result(rc, *flag, key, rec->copy_fn, engine_id);
   if (rc == MPI_SUCCESS && *flag) std::memcpy(out, &value_out, sizeof(void*));
-  if (Replay* r = t_replay) {
+  if (Replay* r = t_ctx.replay) {
     const std::uint64_t value_in = as_model_pointer(K, h, engine_id, in);
     RunLog* const log = r->log;
     if (__builtin_expect(log && log->copy && log->object == h && log->kind == K, 1)) {
@@ -342,7 +340,7 @@ int trampoline_delete_fn(Obj object, int key, void* value, void* extra) {
     return reinterpret_cast<Fn>(rec->delete_fn)(object, key, value,
                                                 reinterpret_cast<void*>(static_cast<std::uintptr_t>(rec->extra_state)));
   });
-  if (Replay* r = t_replay) {
+  if (Replay* r = t_ctx.replay) {
     const std::uint64_t value_in = reinterpret_cast<std::uintptr_t>(value);
     RunLog* const log = r->log;
     if (__builtin_expect(log && !log->copy && log->object == h && log->kind == K, 1))
@@ -393,7 +391,7 @@ void fortran_trampoline_copy_fn(MPI_Fint* old, MPI_Fint* key, V* extra, V* in, V
   *out = static_cast<V>(value_out);
   *flag = logical;
   *ierr = rc;
-  if (Replay* r = t_replay) r->seen.push_back(Observation{true, K, h, engine_id, value_in, rc, logical, value_out, false, 0});
+  if (Replay* r = t_ctx.replay) r->seen.push_back(Observation{true, K, h, engine_id, value_in, rc, logical, value_out, false, 0});
   else if (rc == MPI_SUCCESS && logical) rec->unseen_copy.store(true, std::memory_order_relaxed);  // (as in C)
 }
 
@@ -419,7 +417,7 @@ void fortran_trampoline_delete_fn(MPI_Fint* object, MPI_Fint* key, V* value, V* 
     return static_cast<int>(*ierr);
   });
   *ierr = rc;
-  if (Replay* r = t_replay)
+  if (Replay* r = t_ctx.replay)
     r->seen.emplace_back() = Observation{false, K, h, engine_id, fortran_word(*value), rc, 0, 0, false, *object};
 }
 
@@ -560,7 +558,7 @@ namespace {
 class RuntimeInvoker final : public CallbackInvoker {
  public:
   int copy(const CopyCall& c, std::uint64_t* out, int* flag) override {
-    if (Replay* r = t_replay) return replay_copy(*r, c, out, flag);
+    if (Replay* r = t_ctx.replay) return replay_copy(*r, c, out, flag);
     *flag = kFlagUnset;
     int rc;
     if (__builtin_expect(c.lang == Binding::C, 1)) {
@@ -585,7 +583,7 @@ class RuntimeInvoker final : public CallbackInvoker {
   // frame over this one). (MPICH emulate dup + free [user], with del_run: ~40 instructions an
   // attribute less than a call of copy() / del() each, engine side included, callgrind.)
   std::size_t copy_run(const CopyCall* calls, std::size_t n, CopyOutcome* out) override {
-    if (t_replay || n == 0) return CallbackInvoker::copy_run(calls, n, out);
+    if (t_ctx.replay || n == 0) return CallbackInvoker::copy_run(calls, n, out);
     CbFrame frame{calls[0].fn, calls[0].old_object, call_name(), nullptr, calls[0].keyval, calls[0].kind, true, false};
     CbGuard guard(frame);
     for (std::size_t i = 0; i < n; ++i) {
@@ -620,7 +618,7 @@ class RuntimeInvoker final : public CallbackInvoker {
     return n;
   }
   int del(const DeleteCall& c) override {
-    if (Replay* r = t_replay) return replay_delete(*r, c);
+    if (Replay* r = t_ctx.replay) return replay_delete(*r, c);
     // The common case, a C callback outside MPI_Finalize (a set's or a delete's, a free's): no
     // teardown test, and the call made as the trampolines make it, without call_delete's test of
     // the language (emulate set [user] ~15 instructions less, callgrind).
@@ -635,7 +633,7 @@ class RuntimeInvoker final : public CallbackInvoker {
   // keyval set for each, each call checked as del() checks it (a Fortran one goes through del(),
   // its frame over this one). (With copy_run: see there.)
   void del_run(DeleteCall* call, DeleteNext next, void* ctx) override {
-    if (t_replay || call->cause == CallbackCause::Finalize) return CallbackInvoker::del_run(call, next, ctx);
+    if (t_ctx.replay || call->cause == CallbackCause::Finalize) return CallbackInvoker::del_run(call, next, ctx);
     CbFrame frame{call->fn, call->object, call_name(), nullptr, call->keyval, call->kind, false, false};
     CbGuard guard(frame);
     for (;;) {
@@ -706,13 +704,13 @@ void* trampoline_delete(ObjectKind kind, Binding lang) noexcept {
 }
 
 bool in_callback_for_slow(ObjectKind kind, Handle h) noexcept {
-  for (const CbFrame* f = t_cb_top; f && f != &kUnchecked; f = f->outer)
+  for (const CbFrame* f = t_ctx.cb_top; f && f != &kUnchecked; f = f->outer)
     if (f != &kInFortran && f->kind == kind && f->object == h) return true;
   return false;
 }
 
 bool in_teardown_callback_slow() noexcept {
-  for (const CbFrame* f = t_cb_top; f && f != &kUnchecked; f = f->outer)
+  for (const CbFrame* f = t_ctx.cb_top; f && f != &kUnchecked; f = f->outer)
     if (f->teardown) return true;
   return false;
 }
@@ -734,7 +732,7 @@ void ReplayScope::unlog() {
 
 void ReplayScope::finish() {
   unlog();
-  t_replay = replay_.outer;  // nothing more is collected
+  t_ctx.replay = replay_.outer;  // nothing more is collected
   if (replay_.lenient) return;
   for (const Observation& o : replay_.seen) {
     if (o.used) continue;

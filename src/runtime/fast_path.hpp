@@ -45,9 +45,9 @@ struct alignas(64) FastState {
 // (__thread, not thread_local: constant-initialised, so reading them needs no TLS init call.)
 extern __thread QueryCache t_queries;
 // A callback of ours running on this thread: frames live on the stack of the code that runs the
-// callback, linked innermost first from t_cb_top. Plain data, so the fatal-signal handler can
+// callback, linked innermost first from t_ctx.cb_top. Plain data, so the fatal-signal handler can
 // name the callback that crashed. The chain ends in nullptr, or in kUnchecked until the thread
-// has passed the thread-level check: then t_cb_top == nullptr alone says "a checked thread, no
+// has passed the thread-level check: then t_ctx.cb_top == nullptr alone says "a checked thread, no
 // callback running", the inline paths' one test.
 struct CbFrame {
   const void* fn;
@@ -60,22 +60,33 @@ struct CbFrame {
   bool teardown;     // a delete callback of MPI_Finalize's teardown
 };
 extern CbFrame kUnchecked;
-extern __thread CbFrame* t_cb_top;
+struct Replay;
+// What this thread is running, in one thread-local block: the paths that read or set several of
+// these (a trampoline: all three; a set: the call and the replay) find them from one TLS offset
+// (each variable of its own cost a GOT load per access, and gcc loaded them again after stores).
+// (call and replay are not neighbours: gcc's vectoriser paired their stores in a set's scopes
+// through an xmm register and a stack slot, two instructions more than two stores.)
+struct ThreadContext {
+  const Call* call;    // the innermost intercepted call (runtime.hpp: CallScope)
+  CbFrame* cb_top;     // the innermost callback frame (above), or nullptr / kUnchecked
+  Replay* replay;      // the innermost replay collecting the library's runs (runtime.hpp: ReplayScope)
+};
+extern __thread ThreadContext t_ctx;
 
 // A library whose Fortran bindings enter through the C ones (MPICH: mpi_comm_dup_ calls
 // MPI_Comm_dup) would show the C wrappers a Fortran call a second time. While a Fortran wrapper
 // forwards to the library, kInFortran is the top frame: the C wrappers' one inline test
-// (t_cb_top) sends them to the full hook, whose enter() passes a C call made under it straight
+// (t_ctx.cb_top) sends them to the full hook, whose enter() passes a C call made under it straight
 // to the library. A callback the library runs meanwhile pushes its own frame over it, so the
 // calls it makes are checked as usual.
 extern CbFrame kInFortran;
 template <typename Fn, typename... A>
 inline void forward_fortran(Fn fn, A... a) {
   if constexpr (kProfile.fortran_enters_through_c) {
-    CbFrame* const outer = t_cb_top;
-    t_cb_top = &kInFortran;
+    CbFrame* const outer = t_ctx.cb_top;
+    t_ctx.cb_top = &kInFortran;
     fn(a...);
-    t_cb_top = outer;
+    t_ctx.cb_top = outer;
   } else {
     fn(a...);
   }
@@ -200,7 +211,7 @@ inline const QueryCache::Entry* checked_query(const Api& api, Handle h, int key)
   // The same test as fresh_query's: a condition added to one belongs in the other. (Written out
   // in both: as one inline predicate, gcc 12 orders the pending_owner test worse, +4
   // instructions per cached get.)
-  if (api.replacement || t_cb_top || pending_elsewhere()) return nullptr;
+  if (api.replacement || t_ctx.cb_top || pending_elsewhere()) return nullptr;
   QueryCache::Entry* q = t_queries.lookup(api.kind, api.binding, h, key);
   if (!q) return nullptr;
   const std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
@@ -209,23 +220,23 @@ inline const QueryCache::Entry* checked_query(const Api& api, Handle h, int key)
 
 // The C get wrappers' inline first resort (gen_wrappers.py): the cached query if its answer is
 // current, or nullptr (then the wrapper's out-of-line path decides, which also refreshes an
-// out-of-date answer: checked_query). No test of the mode: t_cb_top == nullptr also says that
+// out-of-date answer: checked_query). No test of the mode: t_ctx.cb_top == nullptr also says that
 // attrcheck is on, since with mode=off no call ever passes enter_slow, which alone clears
 // kUnchecked. (Another thread's pending sets may change the answer: the out-of-line path applies
 // them first.)
 inline const QueryCache::Entry* fresh_query(const Api& api, Handle h, int key) noexcept {
-  if (api.replacement || t_cb_top || pending_elsewhere()) return nullptr;  // (checked_query's test)
+  if (api.replacement || t_ctx.cb_top || pending_elsewhere()) return nullptr;  // (checked_query's test)
   const QueryCache::Entry* q = t_queries.lookup(api.kind, api.binding, h, key);
   return q && QueryCache::has_answer(*q, g_fast.version->load(std::memory_order_acquire)) ? q : nullptr;
 }
 
 // The cached query a set can take the quick way (set_cached), or nullptr (then call the full
 // hook). A hit proves what the full hook's checks would prove, as for gets (a query is found
-// valid at the current layout only while MPI runs, and t_cb_top == nullptr says the thread
+// valid at the current layout only while MPI runs, and t_ctx.cb_top == nullptr says the thread
 // passed the thread-level check and runs no callback of ours), and carries the engine's cursor
 // for the set.
 inline QueryCache::Entry* checked_set(const Api& api, Handle h, int key) noexcept {
-  if (api.replacement || t_cb_top) return nullptr;
+  if (api.replacement || t_ctx.cb_top) return nullptr;
   QueryCache::Entry* q = t_queries.find(api.kind, api.binding, h, key, layout_stamp());
   return q && q->cursor.object ? q : nullptr;
 }

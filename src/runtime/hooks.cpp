@@ -26,12 +26,12 @@ __thread QueryCache t_queries;
 
 // Everything an intercepted call checks first. False: refuse with *rc.
 bool enter_slow(const Call& call, int* rc) {
-  if (t_cb_top == &kInFortran && call.api->binding == Binding::C) {
+  if (t_ctx.cb_top == &kInFortran && call.api->binding == Binding::C) {
     *rc = kPassThrough;  // the library's Fortran binding calling C: the Fortran wrapper handles it
     return false;
   }
   Runtime& r = state();
-  if (r.library_finalizing.load(std::memory_order_acquire) && (!t_cb_top || t_cb_top == &kUnchecked)) {
+  if (r.library_finalizing.load(std::memory_order_acquire) && (!t_ctx.cb_top || t_ctx.cb_top == &kUnchecked)) {
     *rc = kPassThrough;
     return false;
   }
@@ -72,10 +72,10 @@ bool enter_slow(const Call& call, int* rc) {
     return false;
   }
   // For good: the thread level and the first thread never change (see kUnchecked).
-  if (t_cb_top == &kUnchecked) {
+  if (t_ctx.cb_top == &kUnchecked) {
     // MPI_THREAD_MULTIPLE: a second thread calls; sets are deferred no more (pending.cpp).
     if (g_fast.gate_pending && r.first_thread.load(std::memory_order_relaxed) != &t_token) settle_elsewhere();
-    t_cb_top = nullptr;
+    t_ctx.cb_top = nullptr;
   }
   return true;
 }
@@ -746,10 +746,10 @@ namespace {
   const bool user_delete = q->user_delete;
   AtOutcome out;
   // (Marked as the call in progress only where a callback may run, as in set_emulated.)
-  const Call* const outer = t_call;
-  if (user_delete) t_call = &call;
+  const Call* const outer = t_ctx.call;
+  if (user_delete) t_ctx.call = &call;
   const bool done = state().engine->delete_attr_at(q->cursor, &out);
-  t_call = outer;
+  t_ctx.call = outer;
   if (!done) return false;
   *rc = out.result.ok() ? MPI_SUCCESS : refuse(call, out.result, call.api->kind, h, key, key);
   if (out.result.ok()) emulated_answer(*q, user_delete, object, query, out.version, 0, 0);

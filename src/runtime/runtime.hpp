@@ -82,7 +82,9 @@ class InlineList {
 
  public:
   InlineList() noexcept {}
-  ~InlineList() { delete[] heap_; }
+  ~InlineList() {
+    if (size_ > N) delete[] heap_;
+  }
   InlineList(const InlineList&) = delete;
   InlineList& operator=(const InlineList&) = delete;
   // The new last element (uninitialised).
@@ -108,7 +110,7 @@ class InlineList {
       const std::size_t capacity = size_ == N ? kFirstSpill : size_ * 2;
       T* bigger = new T[capacity];
       std::memcpy(static_cast<void*>(bigger), size_ == N ? inline_ : heap_, size_ * sizeof(T));
-      delete[] heap_;
+      if (size_ > N) delete[] heap_;
       heap_ = bigger;
       capacity_ = capacity;
     }
@@ -116,8 +118,10 @@ class InlineList {
   }
 
   std::size_t size_ = 0;
-  std::size_t capacity_ = 0;
-  T* heap_ = nullptr;
+  // heap_ and capacity_ are set by the first spill and read only past N (every forwarded call
+  // builds a list: two stores fewer).
+  std::size_t capacity_;
+  T* heap_;
   T inline_[N];
 };
 
@@ -140,15 +144,17 @@ struct RunLog {
 
 // Collects the callbacks the library runs during one forwarded call, then answers the engine's
 // mirror of that call from them (shadow mode): the engine never runs user code twice.
+// (Every forwarded call builds one: the fields it initialises are together, the two flags in one
+// store, and ordered_object is left alone until has_ordered_object says it is there.)
 struct Replay {
   const Call* call = nullptr;
-  bool lenient = false;        // missing / extra callbacks are expected (no divergence)
-  Handle ordered_object = 0;   // delete callbacks on this object must come in the engine's order
-  bool has_ordered_object = false;
-  InlineList<Observation, 8> seen;
-  std::size_t used_below = 0;  // seen[0 .. used_below) are all used (callbacks.cpp)
-  RunLog* log = nullptr;       // runs for one object logged apart from `seen` (dup / free)
   Replay* outer = nullptr;
+  RunLog* log = nullptr;       // runs for one object logged apart from `seen` (dup / free)
+  std::size_t used_below = 0;  // seen[0 .. used_below) are all used (callbacks.cpp)
+  bool lenient = false;        // missing / extra callbacks are expected (no divergence)
+  bool has_ordered_object = false;
+  Handle ordered_object;       // delete callbacks on this object must come in the engine's order
+  InlineList<Observation, 8> seen;
 };
 
 struct Runtime {
@@ -292,26 +298,24 @@ CallbackInvoker* new_invoker();  // the engine's: runs user callbacks, or replay
 const char* current_call_name() noexcept;  // the intercepted call on this thread, for findings
 void* trampoline_copy(ObjectKind kind, Binding lang = Binding::C) noexcept;
 void* trampoline_delete(ObjectKind kind, Binding lang = Binding::C) noexcept;
-// Callbacks running on this thread: the frames from t_cb_top (fast_path.hpp).
+// Callbacks running on this thread: the frames from t_ctx.cb_top (fast_path.hpp).
 bool in_callback_for_slow(ObjectKind kind, Handle h) noexcept;
 bool in_teardown_callback_slow() noexcept;
 inline bool in_callback_for(ObjectKind kind, Handle h) noexcept {  // on this thread
-  return t_cb_top && in_callback_for_slow(kind, h);
+  return t_ctx.cb_top && in_callback_for_slow(kind, h);
 }
 inline bool in_teardown_callback() noexcept {  // a callback of MPI_Finalize's teardown
-  return t_cb_top && in_teardown_callback_slow();
+  return t_ctx.cb_top && in_teardown_callback_slow();
 }
 
-// The innermost intercepted call on this thread, and the innermost replay collecting the
-// callbacks the library runs (shadow mode).
-extern __thread const Call* t_call;
-extern __thread Replay* t_replay;
+// The innermost intercepted call on this thread (t_ctx.call), and the innermost replay collecting
+// the callbacks the library runs (t_ctx.replay, shadow mode): fast_path.hpp.
 
 // Marks the intercepted call in progress on this thread (callbacks name it in findings).
 class CallScope {
  public:
-  explicit CallScope(const Call& call) noexcept : outer_(t_call) { t_call = &call; }
-  ~CallScope() { t_call = outer_; }
+  explicit CallScope(const Call& call) noexcept : outer_(t_ctx.call) { t_ctx.call = &call; }
+  ~CallScope() { t_ctx.call = outer_; }
   CallScope(const CallScope&) = delete;
   CallScope& operator=(const CallScope&) = delete;
 
@@ -324,10 +328,10 @@ class ReplayScope {
   ReplayScope(const Call& call, bool lenient) noexcept {
     replay_.call = &call;
     replay_.lenient = lenient;
-    replay_.outer = t_replay;
-    t_replay = &replay_;
+    replay_.outer = t_ctx.replay;
+    t_ctx.replay = &replay_;
   }
-  ~ReplayScope() { t_replay = replay_.outer; }
+  ~ReplayScope() { t_ctx.replay = replay_.outer; }
   ReplayScope(const ReplayScope&) = delete;
   ReplayScope& operator=(const ReplayScope&) = delete;
   Replay& replay() noexcept { return replay_; }
@@ -337,7 +341,7 @@ class ReplayScope {
   // Moves the runs logged apart (Replay::log) into `seen`, for the replay one by one.
   void unlog();
   // Stops collecting, with nothing to report: the engine has accounted for every callback seen.
-  void dismiss() noexcept { t_replay = replay_.outer; }
+  void dismiss() noexcept { t_ctx.replay = replay_.outer; }
 
  private:
   Replay replay_;
