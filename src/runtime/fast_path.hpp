@@ -52,7 +52,10 @@ extern __thread QueryCache t_queries;
 struct CbFrame {
   const void* fn;
   Handle object;     // the object it runs for (the old one for a copy callback)
-  const char* call;  // the call that ran it
+  // The intercepted call that ran it (its name: call_name_of), or nullptr: a call the library
+  // made of its own. (The call, not its name: the name is two loads away, and the frame is built
+  // on every callback run while a crash is what reads it.)
+  const Call* call;
   CbFrame* outer;
   int keyval;        // as the user holds it
   ObjectKind kind;

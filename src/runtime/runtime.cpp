@@ -130,10 +130,11 @@ void on_fatal_signal(int sig, siginfo_t* info, void* context) {
     a.put(" received signal ");
     a.num(sig);
     a.put(" during ");
-    a.put(cb->call ? cb->call : "?");
+    const char* const call = call_name_of(cb->call);
+    a.put(call);
     FindingInput in;
     in.rule = Rule::CallbackCrash;
-    in.call = cb->call ? cb->call : "?";
+    in.call = call;
     in.site = cb->fn;
     in.site_is_entry = true;
     in.has_keyval = true;

@@ -296,6 +296,8 @@ MPI_Fint fortran_handle(ObjectKind kind, Handle h) noexcept;
 // Callback plumbing (callbacks.cpp).
 CallbackInvoker* new_invoker();  // the engine's: runs user callbacks, or replays the library's runs
 const char* current_call_name() noexcept;  // the intercepted call on this thread, for findings
+// A call's name for findings (CbFrame::call): nullptr is the library's own (MPI_Finalize's, or "MPI").
+const char* call_name_of(const Call* call) noexcept;
 void* trampoline_copy(ObjectKind kind, Binding lang = Binding::C) noexcept;
 void* trampoline_delete(ObjectKind kind, Binding lang = Binding::C) noexcept;
 // Callbacks running on this thread: the frames from t_ctx.cb_top (fast_path.hpp).
