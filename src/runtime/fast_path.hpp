@@ -20,6 +20,31 @@ namespace attrcheck::rt {
 
 struct PendingSets;
 
+// FastState::pending_owner: the owner of the pending sets, with the mode in the low bit (1: not
+// shadow mode), so that the C get wrappers' inline path makes one test for "shadow mode, and no
+// thread's sets pending" (word() == 0), where it made two (g_shadow; pending_elsewhere).
+class OwnerWord {
+ public:
+  PendingSets* load(std::memory_order order) const noexcept {
+    return reinterpret_cast<PendingSets*>(word_.load(order) & ~std::uintptr_t{1});
+  }
+  // Whether some thread's sets are pending (load() != nullptr).
+  bool any() const noexcept { return word_.load(std::memory_order_relaxed) > 1; }
+  void store(PendingSets* p, std::memory_order order) noexcept {
+    word_.store(reinterpret_cast<std::uintptr_t>(p) | not_shadow_, order);
+  }
+  std::uintptr_t word() const noexcept { return word_.load(std::memory_order_relaxed); }
+  // At load, before any wrapper runs (runtime.cpp).
+  void set_mode(bool shadow) noexcept {
+    not_shadow_ = shadow ? 0 : 1;
+    word_.store(not_shadow_, std::memory_order_relaxed);
+  }
+
+ private:
+  std::atomic<std::uintptr_t> word_{1};
+  std::uintptr_t not_shadow_ = 1;
+};
+
 // What the inline path reads, on one cache line; set by the runtime.
 struct alignas(64) FastState {
   const std::atomic<std::uint64_t>* version = nullptr;  // Engine::version_counter()
@@ -37,7 +62,8 @@ struct alignas(64) FastState {
   // From MPI_THREAD_SERIALIZED, the deferred sets not applied yet, of whichever thread made them
   // (a thread's t_pending, or those of a thread that exited), or nullptr; at most one thread's
   // at a time. Below it, always nullptr.
-  std::atomic<PendingSets*> pending_owner{nullptr};
+  // (The low bit: the mode, OwnerWord.)
+  OwnerWord pending_owner;
 };
 // (Hidden: read where they are, not through the GOT: one instruction fewer on every hot path.)
 [[gnu::visibility("hidden")]] extern FastState g_fast;
@@ -151,12 +177,12 @@ void settle_elsewhere() noexcept;
 // Another thread's sets are pending (then answers read from the engine, and cached answers, may
 // be out of date): call settle_elsewhere.
 inline bool pending_elsewhere() noexcept {
-  const PendingSets* o = g_fast.pending_owner.load(std::memory_order_relaxed);
-  return __builtin_expect(o != nullptr, 0) && o != &t_pending;
+  return __builtin_expect(g_fast.pending_owner.any(), 0) &&
+         g_fast.pending_owner.load(std::memory_order_relaxed) != &t_pending;
 }
 inline void settle() noexcept {
   if (__builtin_expect(t_pending.count != 0, 0)) apply_pending();
-  else if (__builtin_expect(g_fast.pending_owner.load(std::memory_order_relaxed) != nullptr, 0)) settle_elsewhere();
+  else if (__builtin_expect(g_fast.pending_owner.any(), 0)) settle_elsewhere();
 }
 // The first set a thread defers: at MPI_THREAD_SERIALIZED the thread takes pending_owner, unless
 // another thread's sets are pending (false: then this set is mirrored on the spot, which applies
@@ -167,7 +193,7 @@ bool hook_thread_exit() noexcept;  // false: it cannot be (no set of this thread
 template <bool kShared>
 [[gnu::always_inline]] inline bool claim_pending() noexcept {
   if (!kShared) return true;
-  if (g_fast.pending_owner.load(std::memory_order_relaxed) != nullptr) return false;
+  if (g_fast.pending_owner.any()) return false;
   if (__builtin_expect(!t_exit_hooked, 0) && !hook_thread_exit()) return false;
   g_fast.pending_owner.store(&t_pending, std::memory_order_relaxed);
   return true;
@@ -211,9 +237,8 @@ class OwnerGate {
 // change.
 inline const QueryCache::Entry* checked_query(const Api& api, Handle h, int key) noexcept {
   // (Another thread's pending sets may change the answer: the full hook applies them first.)
-  // The same test as fresh_query's: a condition added to one belongs in the other. (Written out
-  // in both: as one inline predicate, gcc 12 orders the pending_owner test worse, +4
-  // instructions per cached get.)
+  // The same test as fresh_query's with the get wrappers' (which test pending_owner after it):
+  // a condition added to one belongs in the other.
   if (api.replacement || t_ctx.cb_top || pending_elsewhere()) return nullptr;
   QueryCache::Entry* q = t_queries.lookup(api.kind, api.binding, h, key);
   if (!q) return nullptr;
@@ -225,13 +250,28 @@ inline const QueryCache::Entry* checked_query(const Api& api, Handle h, int key)
 // current, or nullptr (then the wrapper's out-of-line path decides, which also refreshes an
 // out-of-date answer: checked_query). No test of the mode: t_ctx.cb_top == nullptr also says that
 // attrcheck is on, since with mode=off no call ever passes enter_slow, which alone clears
-// kUnchecked. (Another thread's pending sets may change the answer: the out-of-line path applies
-// them first.)
+// kUnchecked. Its callers then test pending_owner (another thread's pending sets may change the
+// answer: the out-of-line path applies them first): shadow_and_none_pending(), and where that
+// says no, pending_elsewhere().
 inline const QueryCache::Entry* fresh_query(const Api& api, Handle h, int key) noexcept {
-  if (api.replacement || t_ctx.cb_top || pending_elsewhere()) return nullptr;  // (checked_query's test)
+  if (api.replacement || t_ctx.cb_top) return nullptr;  // (with the callers': checked_query's test)
   const QueryCache::Entry* q = t_queries.lookup(api.kind, api.binding, h, key);
   return q && QueryCache::has_answer(*q, g_fast.version->load(std::memory_order_acquire)) ? q : nullptr;
 }
+
+// The C get wrappers' test after fresh_query: shadow mode, and no thread's sets pending (then its
+// answer is cross-checked without more ado). Else emulate mode answers, and shadow mode with this
+// thread's own sets pending cross-checks as usual (it holds them), unless pending_elsewhere().
+inline bool shadow_and_none_pending() noexcept { return g_fast.pending_owner.word() == 0; }
+
+// The get wrappers' out-pointers, kept on the stack across the library's call (keep_in_memory
+// before and after it): two stores and two loads, where gcc otherwise gave them two callee-saved
+// registers, which cost two pushes, two pops and four moves.
+struct GetOut {
+  void* value;
+  int* flag;
+};
+[[gnu::always_inline]] inline void keep_in_memory(GetOut& o) noexcept { __asm__("" : "+m"(o)); }
 
 // The cached query a set can take the quick way (set_cached), or nullptr (then call the full
 // hook). A hit proves what the full hook's checks would prove, as for gets (a query is found

@@ -246,6 +246,7 @@ Runtime& create_state() noexcept {
     g_fast.layout = rt->engine->layout_counter();
     g_off = rt->mode == Mode::Off;
     g_shadow = rt->mode == Mode::Shadow;
+    g_fast.pending_owner.set_mode(g_shadow);
     return rt;
   }();
   g_runtime.store(r, std::memory_order_release);
