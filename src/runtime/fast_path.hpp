@@ -68,12 +68,10 @@ struct alignas(64) FastState {
 // (Hidden: read where they are, not through the GOT: one instruction fewer on every hot path.)
 [[gnu::visibility("hidden")]] extern FastState g_fast;
 [[gnu::visibility("hidden")]] extern bool g_shadow;  // set once, at load
-// (__thread, not thread_local: constant-initialised, so reading them needs no TLS init call.)
-extern __thread QueryCache t_queries;
 // A callback of ours running on this thread: frames live on the stack of the code that runs the
-// callback, linked innermost first from t_ctx.cb_top. Plain data, so the fatal-signal handler can
+// callback, linked innermost first from t_state.ctx.cb_top. Plain data, so the fatal-signal handler can
 // name the callback that crashed. The chain ends in nullptr, or in kUnchecked until the thread
-// has passed the thread-level check: then t_ctx.cb_top == nullptr alone says "a checked thread, no
+// has passed the thread-level check: then t_state.ctx.cb_top == nullptr alone says "a checked thread, no
 // callback running", the inline paths' one test.
 struct CbFrame {
   const void* fn;
@@ -100,22 +98,30 @@ struct ThreadContext {
   CbFrame* cb_top;     // the innermost callback frame (above), or nullptr / kUnchecked
   Replay* replay;      // the innermost replay collecting the library's runs (runtime.hpp: ReplayScope)
 };
-extern __thread ThreadContext t_ctx;
+// This thread's context and its query cache, in one thread-local block: the inline paths' test of cb_top and their cache lookup use one TLS
+// offset, one GOT load fewer. (The block is initialised data, cb_top's kUnchecked: the cache's
+// 32 KiB are copied into each new thread where they were zeroed.)
+// (__thread, not thread_local: constant-initialised, so reading it needs no TLS init call.)
+struct ThreadState {
+  QueryCache queries;
+  ThreadContext ctx;
+};
+extern __thread ThreadState t_state;
 
 // A library whose Fortran bindings enter through the C ones (MPICH: mpi_comm_dup_ calls
 // MPI_Comm_dup) would show the C wrappers a Fortran call a second time. While a Fortran wrapper
 // forwards to the library, kInFortran is the top frame: the C wrappers' one inline test
-// (t_ctx.cb_top) sends them to the full hook, whose enter() passes a C call made under it straight
+// (t_state.ctx.cb_top) sends them to the full hook, whose enter() passes a C call made under it straight
 // to the library. A callback the library runs meanwhile pushes its own frame over it, so the
 // calls it makes are checked as usual.
 extern CbFrame kInFortran;
 template <typename Fn, typename... A>
 inline void forward_fortran(Fn fn, A... a) {
   if constexpr (kProfile.fortran_enters_through_c) {
-    CbFrame* const outer = t_ctx.cb_top;
-    t_ctx.cb_top = &kInFortran;
+    CbFrame* const outer = t_state.ctx.cb_top;
+    t_state.ctx.cb_top = &kInFortran;
     fn(a...);
-    t_ctx.cb_top = outer;
+    t_state.ctx.cb_top = outer;
   } else {
     fn(a...);
   }
@@ -239,8 +245,8 @@ inline const QueryCache::Entry* checked_query(const Api& api, Handle h, int key)
   // (Another thread's pending sets may change the answer: the full hook applies them first.)
   // The same test as fresh_query's with the get wrappers' (which test pending_owner after it):
   // a condition added to one belongs in the other.
-  if (api.replacement || t_ctx.cb_top || pending_elsewhere()) return nullptr;
-  QueryCache::Entry* q = t_queries.lookup(api.kind, api.binding, h, key);
+  if (api.replacement || t_state.ctx.cb_top || pending_elsewhere()) return nullptr;
+  QueryCache::Entry* q = t_state.queries.lookup(api.kind, api.binding, h, key);
   if (!q) return nullptr;
   const std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
   return QueryCache::has_answer(*q, version) || refresh_answer(*q, version) ? q : nullptr;
@@ -248,14 +254,14 @@ inline const QueryCache::Entry* checked_query(const Api& api, Handle h, int key)
 
 // The C get wrappers' inline first resort (gen_wrappers.py): the cached query if its answer is
 // current, or nullptr (then the wrapper's out-of-line path decides, which also refreshes an
-// out-of-date answer: checked_query). No test of the mode: t_ctx.cb_top == nullptr also says that
+// out-of-date answer: checked_query). No test of the mode: t_state.ctx.cb_top == nullptr also says that
 // attrcheck is on, since with mode=off no call ever passes enter_slow, which alone clears
 // kUnchecked. Its callers then test pending_owner (another thread's pending sets may change the
 // answer: the out-of-line path applies them first): shadow_and_none_pending(), and where that
 // says no, pending_elsewhere().
 inline const QueryCache::Entry* fresh_query(const Api& api, Handle h, int key) noexcept {
-  if (api.replacement || t_ctx.cb_top) return nullptr;  // (with the callers': checked_query's test)
-  const QueryCache::Entry* q = t_queries.lookup(api.kind, api.binding, h, key);
+  if (api.replacement || t_state.ctx.cb_top) return nullptr;  // (with the callers': checked_query's test)
+  const QueryCache::Entry* q = t_state.queries.lookup(api.kind, api.binding, h, key);
   return q && QueryCache::has_answer(*q, g_fast.version->load(std::memory_order_acquire)) ? q : nullptr;
 }
 
@@ -275,12 +281,12 @@ struct GetOut {
 
 // The cached query a set can take the quick way (set_cached), or nullptr (then call the full
 // hook). A hit proves what the full hook's checks would prove, as for gets (a query is found
-// valid at the current layout only while MPI runs, and t_ctx.cb_top == nullptr says the thread
+// valid at the current layout only while MPI runs, and t_state.ctx.cb_top == nullptr says the thread
 // passed the thread-level check and runs no callback of ours), and carries the engine's cursor
 // for the set.
 inline QueryCache::Entry* checked_set(const Api& api, Handle h, int key) noexcept {
-  if (api.replacement || t_ctx.cb_top) return nullptr;
-  QueryCache::Entry* q = t_queries.find(api.kind, api.binding, h, key, layout_stamp());
+  if (api.replacement || t_state.ctx.cb_top) return nullptr;
+  QueryCache::Entry* q = t_state.queries.find(api.kind, api.binding, h, key, layout_stamp());
   return q && q->cursor.object ? q : nullptr;
 }
 
@@ -315,11 +321,13 @@ inline bool same_answer(Binding as, const void* value_out, int flag, int model_f
 // stored) is the model's. Read after the library's call: a get that succeeds runs no code that
 // could change this thread's cache (no callbacks; an error handler only runs when rc says so,
 // and then the model's answer is not used).
-// (The model's flag is 0 or 1, like the libraries' own: equal flags settle it in one compare.)
+// (The model's flag is 0 or 1, like the libraries' own: equal flags settle it in one compare.
+// Flags that differ, say 2 for 1, are left to compare_with_model, which also takes a nonzero
+// flag as "present": *flag is then read once, in one compare with the entry's.)
 inline bool agrees(Binding as, const QueryCache::Entry& q, int rc, const void* value_out, const int* flag) noexcept {
-  if (rc != MPI_SUCCESS) return false;
-  if (__builtin_expect(*flag == q.flag, 1)) return !q.flag || same_answer(as, value_out, 1, 1, q.word);
-  return same_answer(as, value_out, *flag, q.flag, q.word);
+  if (rc != MPI_SUCCESS || *flag != q.flag) return false;
+  // (A get of a value that is there is the one laid out straight.)
+  return __builtin_expect(q.flag != 0, 1) ? same_answer(as, value_out, 1, 1, q.word) : true;
 }
 
 // Shadow mode: compares the library's answer (rc, and what it stored) with the model's and

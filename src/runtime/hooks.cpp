@@ -22,16 +22,15 @@ thread_local char t_token;  // its address identifies the thread
 
 const void* thread_token() noexcept { return &t_token; }
 
-__thread QueryCache t_queries;
 
 // Everything an intercepted call checks first. False: refuse with *rc.
 bool enter_slow(const Call& call, int* rc) {
-  if (t_ctx.cb_top == &kInFortran && call.api->binding == Binding::C) {
+  if (t_state.ctx.cb_top == &kInFortran && call.api->binding == Binding::C) {
     *rc = kPassThrough;  // the library's Fortran binding calling C: the Fortran wrapper handles it
     return false;
   }
   Runtime& r = state();
-  if (r.library_finalizing.load(std::memory_order_acquire) && (!t_ctx.cb_top || t_ctx.cb_top == &kUnchecked)) {
+  if (r.library_finalizing.load(std::memory_order_acquire) && (!t_state.ctx.cb_top || t_state.ctx.cb_top == &kUnchecked)) {
     *rc = kPassThrough;
     return false;
   }
@@ -72,10 +71,10 @@ bool enter_slow(const Call& call, int* rc) {
     return false;
   }
   // For good: the thread level and the first thread never change (see kUnchecked).
-  if (t_ctx.cb_top == &kUnchecked) {
+  if (t_state.ctx.cb_top == &kUnchecked) {
     // MPI_THREAD_MULTIPLE: a second thread calls; sets are deferred no more (pending.cpp).
     if (g_fast.gate_pending && r.first_thread.load(std::memory_order_relaxed) != &t_token) settle_elsewhere();
-    t_ctx.cb_top = nullptr;
+    t_state.ctx.cb_top = nullptr;
   }
   return true;
 }
@@ -97,7 +96,7 @@ QueryCache::Entry* remember_query(ObjectKind kind, Binding as, Handle h, int key
                                   std::uint64_t layout) noexcept {
   if (!g_fast.open.load(std::memory_order_acquire)) return nullptr;
   settle();  // (entries may move)
-  return &t_queries.remember(kind, as, h, key, engine_key, layout);
+  return &t_state.queries.remember(kind, as, h, key, engine_key, layout);
 }
 
 // What a set or delete would be refused for, before it reaches the library (shadow mode):
@@ -110,7 +109,7 @@ Result check_modify(const Call& call, Handle h, int key, int* engine_key, int* p
   const Binding as = call.api->binding;
   const std::uint64_t layout = layout_stamp();
   void* current = nullptr;
-  if (QueryCache::Entry* q = t_queries.find(kind, as, h, key, layout)) {
+  if (QueryCache::Entry* q = t_state.queries.find(kind, as, h, key, layout)) {
     *engine_key = q->engine_key;
     if (set && !q->cursor.object)
       r.engine->find_set_cursor(kind, h, q->engine_key, layout, &q->cursor, &q->user_delete);
@@ -169,7 +168,7 @@ bool single_delete_seen(const Replay& replay, RanDelete* ran, bool* seen) {
 // the delete through the replay.
 bool mirror_plain_delete(ReplayScope& scope, const Call& call, Handle h, int key) {
   settle();
-  QueryCache::Entry* q = t_queries.find(call.api->kind, call.api->binding, h, key, layout_stamp());
+  QueryCache::Entry* q = t_state.queries.find(call.api->kind, call.api->binding, h, key, layout_stamp());
   if (!q || !q->cursor.object) return false;
   RanDelete ran{};
   bool seen = false;
@@ -575,7 +574,7 @@ int mirror_library_set(const Call& call, Handle h, int key, std::uint64_t word, 
   const ObjectKind kind = call.api->kind;
   const Binding as = call.api->binding;
   // The query's entry, if callbacks left it (it went to the library valid: the layout decides).
-  QueryCache::Entry* slot = t_queries.find(kind, as, h, key, layout_stamp());
+  QueryCache::Entry* slot = t_state.queries.find(kind, as, h, key, layout_stamp());
   if (slot && slot->cursor.object) {
     const QueryCache::Entry query = *slot;  // (mirror_plain_set may move entries as it settles)
     if (rc == MPI_SUCCESS && mirror_plain_set(replay, query, slot, as, word, origin)) return rc;
@@ -592,7 +591,7 @@ bool refresh_answer(QueryCache::Entry& q, std::uint64_t version) noexcept {
   }
   // The engine lacks the value q must read; or (MPI_THREAD_MULTIPLE) another thread applied them
   // and q's marks are to be cleared first (pending.cpp).
-  if (t_pending.count && (t_pending.applied.load(std::memory_order_relaxed) || t_queries.other_pending(q))) {
+  if (t_pending.count && (t_pending.applied.load(std::memory_order_relaxed) || t_state.queries.other_pending(q))) {
     apply_pending();
     version = g_fast.version->load(std::memory_order_acquire);
     if (QueryCache::has_answer(q, version)) return true;
@@ -688,7 +687,7 @@ int mirror_library_delete(const Call& call, Handle h, int key, int engine_key, i
 int emulate_delete(const Call& call, Handle h, int key, int engine_key) {
   Engine& e = *state().engine;
   const ObjectKind kind = call.api->kind;
-  if (QueryCache::Entry* q = t_queries.find(kind, call.api->binding, h, key, layout_stamp()); q && q->cursor.object) {
+  if (QueryCache::Entry* q = t_state.queries.find(kind, call.api->binding, h, key, layout_stamp()); q && q->cursor.object) {
     const std::uint64_t object = q->object, query = q->query;
     AtOutcome out;
     if (e.delete_attr_at(q->cursor, &out)) {
@@ -746,10 +745,10 @@ namespace {
   const bool user_delete = q->user_delete;
   AtOutcome out;
   // (Marked as the call in progress only where a callback may run, as in set_emulated.)
-  const Call* const outer = t_ctx.call;
-  if (user_delete) t_ctx.call = &call;
+  const Call* const outer = t_state.ctx.call;
+  if (user_delete) t_state.ctx.call = &call;
   const bool done = state().engine->delete_attr_at(q->cursor, &out);
-  t_ctx.call = outer;
+  t_state.ctx.call = outer;
   if (!done) return false;
   *rc = out.result.ok() ? MPI_SUCCESS : refuse(call, out.result, call.api->kind, h, key, key);
   if (out.result.ok()) emulated_answer(*q, user_delete, object, query, out.version, 0, 0);

@@ -120,7 +120,7 @@ const void* fault_pc(void* context) noexcept {
 void on_fatal_signal(int sig, siginfo_t* info, void* context) {
   Runtime& r = state();
   const bool fault = sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGABRT;
-  if (const CbFrame* cb = t_ctx.cb_top; fault && cb && cb != &kUnchecked && cb != &kInFortran) {  // a callback crashed
+  if (const CbFrame* cb = t_state.ctx.cb_top; fault && cb && cb != &kUnchecked && cb != &kInFortran) {  // a callback crashed
     char detail[320];
     Appender a{detail, sizeof detail};
     a.put(cb->copy ? "copy callback " : "delete callback ");

@@ -300,24 +300,24 @@ const char* current_call_name() noexcept;  // the intercepted call on this threa
 const char* call_name_of(const Call* call) noexcept;
 void* trampoline_copy(ObjectKind kind, Binding lang = Binding::C) noexcept;
 void* trampoline_delete(ObjectKind kind, Binding lang = Binding::C) noexcept;
-// Callbacks running on this thread: the frames from t_ctx.cb_top (fast_path.hpp).
+// Callbacks running on this thread: the frames from t_state.ctx.cb_top (fast_path.hpp).
 bool in_callback_for_slow(ObjectKind kind, Handle h) noexcept;
 bool in_teardown_callback_slow() noexcept;
 inline bool in_callback_for(ObjectKind kind, Handle h) noexcept {  // on this thread
-  return t_ctx.cb_top && in_callback_for_slow(kind, h);
+  return t_state.ctx.cb_top && in_callback_for_slow(kind, h);
 }
 inline bool in_teardown_callback() noexcept {  // a callback of MPI_Finalize's teardown
-  return t_ctx.cb_top && in_teardown_callback_slow();
+  return t_state.ctx.cb_top && in_teardown_callback_slow();
 }
 
-// The innermost intercepted call on this thread (t_ctx.call), and the innermost replay collecting
-// the callbacks the library runs (t_ctx.replay, shadow mode): fast_path.hpp.
+// The innermost intercepted call on this thread (t_state.ctx.call), and the innermost replay collecting
+// the callbacks the library runs (t_state.ctx.replay, shadow mode): fast_path.hpp.
 
 // Marks the intercepted call in progress on this thread (callbacks name it in findings).
 class CallScope {
  public:
-  explicit CallScope(const Call& call) noexcept : outer_(t_ctx.call) { t_ctx.call = &call; }
-  ~CallScope() { t_ctx.call = outer_; }
+  explicit CallScope(const Call& call) noexcept : outer_(t_state.ctx.call) { t_state.ctx.call = &call; }
+  ~CallScope() { t_state.ctx.call = outer_; }
   CallScope(const CallScope&) = delete;
   CallScope& operator=(const CallScope&) = delete;
 
@@ -330,10 +330,10 @@ class ReplayScope {
   ReplayScope(const Call& call, bool lenient) noexcept {
     replay_.call = &call;
     replay_.lenient = lenient;
-    replay_.outer = t_ctx.replay;
-    t_ctx.replay = &replay_;
+    replay_.outer = t_state.ctx.replay;
+    t_state.ctx.replay = &replay_;
   }
-  ~ReplayScope() { t_ctx.replay = replay_.outer; }
+  ~ReplayScope() { t_state.ctx.replay = replay_.outer; }
   ReplayScope(const ReplayScope&) = delete;
   ReplayScope& operator=(const ReplayScope&) = delete;
   Replay& replay() noexcept { return replay_; }
@@ -343,7 +343,7 @@ class ReplayScope {
   // Moves the runs logged apart (Replay::log) into `seen`, for the replay one by one.
   void unlog();
   // Stops collecting, with nothing to report: the engine has accounted for every callback seen.
-  void dismiss() noexcept { t_ctx.replay = replay_.outer; }
+  void dismiss() noexcept { t_state.ctx.replay = replay_.outer; }
 
  private:
   Replay replay_;

@@ -115,7 +115,7 @@ inline int set_emulated(const Call& call, QueryCache::Entry& q, Handle h, int ke
 // The C set wrappers' first test (gen_wrappers.py): whether a set may be deferred (shadow or
 // emulate mode, while sets are; defer_sets is never set with mode=off). If so the wrapper's
 // `_deferred` part tries checked_set + set_deferred, else its out-of-line part decides. No test of the mode beyond
-// defer_sets: t_ctx.cb_top == nullptr also says that attrcheck is on (fresh_query).
+// defer_sets: t_state.ctx.cb_top == nullptr also says that attrcheck is on (fresh_query).
 inline bool deferring_sets() noexcept { return g_fast.defer_sets.load(std::memory_order_relaxed); }
 
 // A shadow set of checked_set's entry `q` once the call is in scope: the library's set, then,
@@ -180,7 +180,7 @@ inline QueryCache::Entry* checked_delete(const Api& api, Handle h, int key) noex
     const int n = t_pending.count;
     if (__builtin_expect(n == 0, 1)) return nullptr;
     QueryCache::Entry* const last = t_pending.sets[n - 1].entry;
-    if (__builtin_expect(!api.replacement && !t_ctx.cb_top && QueryCache::holds(*last, api.kind, api.binding, h, key), 1))
+    if (__builtin_expect(!api.replacement && !t_state.ctx.cb_top && QueryCache::holds(*last, api.kind, api.binding, h, key), 1))
       return last;
   }
   return checked_set(api, h, key);

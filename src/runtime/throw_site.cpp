@@ -35,7 +35,7 @@ const void* const* throw_site_frames(int* depth) noexcept {
 
 // Record the throw: only while one of the program's callbacks runs under attrcheck on this thread.
 __attribute__((noinline)) void record_throw() noexcept {
-  if (!t_ctx.cb_top) return;
+  if (!t_state.ctx.cb_top) return;
   const int want = state().findings.stack_depth();
   t_throw_depth = want > 0 ? capture_stack(t_throw_frames, want < kMaxStackDepth ? want : kMaxStackDepth, 2) : 0;
 }
