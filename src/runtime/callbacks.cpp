@@ -318,7 +318,7 @@ int trampoline_copy_fn(Obj old, int key, void* extra, void* in, void* out, int* 
       log->copies.push_back(RanCopy{engine_id, rc, *flag, value_in, value_out});
       if (__builtin_expect(*flag != 0 && *flag != 1, 0)) log->odd_flag = true;
     } else {
-      r->seen.emplace_back() = Observation{true, K, h, engine_id, value_in, rc, *flag, value_out, false, 0};
+      r->seen.emplace_back() = Observation{true, K, h, engine_id, rc, value_in, *flag, value_out, false, 0};
     }
   } else if (rc == MPI_SUCCESS && *flag)  // a copy the library made inside a call attrcheck does not hook
     rec->unseen_copy.store(true, std::memory_order_relaxed);
@@ -398,7 +398,7 @@ void fortran_trampoline_copy_fn(MPI_Fint* old, MPI_Fint* key, V* extra, V* in, V
   *out = static_cast<V>(value_out);
   *flag = logical;
   *ierr = rc;
-  if (Replay* r = t_state.ctx.replay) r->seen.push_back(Observation{true, K, h, engine_id, value_in, rc, logical, value_out, false, 0});
+  if (Replay* r = t_state.ctx.replay) r->seen.push_back(Observation{true, K, h, engine_id, rc, value_in, logical, value_out, false, 0});
   else if (rc == MPI_SUCCESS && logical) rec->unseen_copy.store(true, std::memory_order_relaxed);  // (as in C)
 }
 
@@ -425,7 +425,7 @@ void fortran_trampoline_delete_fn(MPI_Fint* object, MPI_Fint* key, V* value, V* 
   });
   *ierr = rc;
   if (Replay* r = t_state.ctx.replay)
-    r->seen.emplace_back() = Observation{false, K, h, engine_id, fortran_word(*value), rc, 0, 0, false, *object};
+    r->seen.emplace_back() = Observation{false, K, h, engine_id, rc, fortran_word(*value), 0, 0, false, *object};
 }
 
 template <typename V>
@@ -728,11 +728,11 @@ void ReplayScope::unlog() {
   replay_.log = nullptr;
   if (log->copy) {
     for (const RanCopy& c : log->copies)
-      replay_.seen.push_back(Observation{true, log->kind, log->object, c.keyval, c.value_in, c.rc, c.flag, c.value_out, false, 0});
+      replay_.seen.push_back(Observation{true, log->kind, log->object, c.keyval, c.rc, c.value_in, c.flag, c.value_out, false, 0});
     log->copies.clear();
   } else {
     for (const RanDelete& d : log->deletes)
-      replay_.seen.push_back(Observation{false, log->kind, d.object, d.keyval, d.value, d.rc, 0, 0, false, 0});
+      replay_.seen.push_back(Observation{false, log->kind, d.object, d.keyval, d.rc, d.value, 0, 0, false, 0});
     log->deletes.clear();
   }
 }

@@ -459,7 +459,7 @@ namespace {
   if (word ? e.set_attr_after_delete(cursor, Binding::C, *word, origin, ran) : e.delete_attr_ran(cursor, &ran))
     return MPI_SUCCESS;
   ReplayScope replay(call, true);
-  replay.replay().seen.push_back(Observation{false, kind, h, key, old, MPI_SUCCESS, 0, 0, false, 0});
+  replay.replay().seen.push_back(Observation{false, kind, h, key, MPI_SUCCESS, old, 0, 0, false, 0});
   const Result res = word ? e.set_attr(kind, h, key, Binding::C, *word, origin) : e.delete_attr(kind, h, key);
   replay.finish();
   return res.ok() ? MPI_SUCCESS : refuse(call, res, kind, h, key, key);

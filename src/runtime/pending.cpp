@@ -75,7 +75,7 @@ void apply(PendingSets& p, bool entries) noexcept {
     const Call call{&deferred, nullptr};
     ReplayScope replay(call, true);
     if (ps.replaced)
-      replay.replay().seen.push_back(Observation{false, q.kind(), q.object, q.engine_key, ps.before, MPI_SUCCESS, 0, 0, false, 0});
+      replay.replay().seen.push_back(Observation{false, q.kind(), q.object, q.engine_key, MPI_SUCCESS, ps.before, 0, 0, false, 0});
     e.set_attr(q.kind(), q.object, q.engine_key, Binding::C, q.word, origin);
   }
   if (entries) {

@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -62,14 +63,27 @@ struct Observation {
   ObjectKind kind;
   Handle object;
   int engine_id;
+  int rc;  // (beside engine_id: the quick ways test both in one compare, ran_as_expected)
   std::uint64_t value_in;
-  int rc;
   int flag;
   std::uint64_t value_out;
   bool used;
   MPI_Fint fortran_object;  // a Fortran callback's handle as the library passed it (0 if none:
                             // aggregate initialisation zeroes what it is not given)
 };
+
+static_assert(offsetof(Observation, rc) == offsetof(Observation, engine_id) + sizeof(int), "read as one word");
+
+// Whether a delete callback the library ran (`o`) is the one the model requires of the attribute
+// (h, engine_key) holding `value`: on that object, for that keyval, with that value, successfully.
+// (engine_id and rc in one 64-bit compare with {engine_key, MPI_SUCCESS}: little-endian x86_64 /
+// aarch64, where the first int is the low half.)
+inline bool ran_as_expected(const Observation& o, Handle h, int engine_key, std::uint64_t value) noexcept {
+  static_assert(MPI_SUCCESS == 0, "the high half of the expected word");
+  std::uint64_t id_rc;
+  std::memcpy(&id_rc, &o.engine_id, sizeof id_rc);
+  return !o.copy && id_rc == static_cast<std::uint32_t>(engine_key) && o.object == h && o.value_in == value;
+}
 
 // A list that keeps its first N elements inline: the usual forwarded call sees a callback or
 // two, and a heap allocation per set would cost more than the rest of the bookkeeping.

@@ -52,9 +52,7 @@ template <bool kShared>
   const bool replaces = q.flag && q.user_delete;
   if (replaces) {
     if (n != 1) return false;
-    const Observation& o = *replay.seen.begin();
-    if (o.copy || o.rc != MPI_SUCCESS || o.object != h || o.engine_id != q.engine_key || o.value_in != q.word)
-      return false;
+    if (!ran_as_expected(*replay.seen.begin(), h, q.engine_key, q.word)) return false;
   } else if (n != 0) {
     return false;
   }
@@ -250,9 +248,7 @@ template <typename Forward>
   if (__builtin_expect(plain, 1)) {
     const Replay& seen = replay.replay();
     if (user_delete) {
-      const Observation* o = seen.seen.size() == 1 ? &*seen.seen.begin() : nullptr;
-      plain = o && !o->copy && o->rc == MPI_SUCCESS && o->object == h && o->engine_id == engine_key &&
-              o->value_in == word;
+      plain = seen.seen.size() == 1 && ran_as_expected(*seen.seen.begin(), h, engine_key, word);
     } else {
       plain = seen.seen.size() == 0;
     }
