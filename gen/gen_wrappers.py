@@ -513,7 +513,7 @@ def split_set(fn, lang):
     deferred = f"{fn['name']}_deferred"
     lines += ["namespace {",
               f"[[gnu::noinline]] int {deferred}({fn['params']}, const void* caller_) {{",
-              f"  if (rt::QueryCache::Entry* q_ = rt::checked_set({api}, {h}, {k})) {{",
+              f"  if (rt::QueryCache::Entry* q_ = rt::set_entry({api}, {h}, {k})) {{",
               "    int rc_;",
               f"    if (rt::set_deferred({api}, caller_, *q_, {h}, {k}, {lang.word(v)},",
               f"                         [=]() {{ return {lang.call_pmpi}; }}, &rc_))",

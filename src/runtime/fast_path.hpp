@@ -60,7 +60,7 @@ struct alignas(64) FastState {
   // MPI_THREAD_MULTIPLE: the owner changes its pending sets under g_pending_gate (pending.cpp).
   bool gate_pending = false;
   // From MPI_THREAD_SERIALIZED, the deferred sets not applied yet, of whichever thread made them
-  // (a thread's t_pending, or those of a thread that exited), or nullptr; at most one thread's
+  // (a thread's t_state.pending, or those of a thread that exited), or nullptr; at most one thread's
   // at a time. Below it, always nullptr.
   // (The low bit: the mode, OwnerWord.)
   OwnerWord pending_owner;
@@ -98,13 +98,48 @@ struct ThreadContext {
   CbFrame* cb_top;     // the innermost callback frame (above), or nullptr / kUnchecked
   Replay* replay;      // the innermost replay collecting the library's runs (runtime.hpp: ReplayScope)
 };
-// This thread's context and its query cache, in one thread-local block: the inline paths' test of cb_top and their cache lookup use one TLS
-// offset, one GOT load fewer. (The block is initialised data, cb_top's kUnchecked: the cache's
-// 32 KiB are copied into each new thread where they were zeroed.)
+// Deferred sets (shadow mode, below MPI_THREAD_MULTIPLE, C binding). A set whose query's cached
+// answer is current, and for which the library ran exactly the callbacks the model requires (the
+// old value's delete callback, with that value, successfully; or none), is checked in full then
+// and there; only its application to the engine waits. The query's cache entry holds the new
+// answer meanwhile (`pending`), so gets of it are answered and cross-checked as usual, and a
+// further set of it replaces the pending one. Anything else that would read or change the engine
+// first applies every pending set, in the order they were made (settle()): each hook on entry,
+// an answer refresh, finalize.
+struct PendingSet {
+  QueryCache::Entry* entry = nullptr;
+  std::uint64_t before = 0;  // the answer before the first deferred set (the value it replaced)
+  std::uint32_t stamp = 0;   // when the last set of the query was made (they apply in this order)
+  const void* site = nullptr;  // where the last set was made (its call site)
+  bool replaced = false;     // the first deferred set replaced a value with a user delete callback
+  bool inserted = false;     // the first deferred set made the attribute (none was set before)
+};
+struct PendingSets {
+  static constexpr int kMax = 128;
+  int count = 0;
+  std::uint32_t clock = 0;
+  // Engine::version() right after this thread's last set mirrored on the spot. A set whose cached
+  // answer is out of date reads it afresh to be deferred only while the version still reads
+  // this, i.e. in a run of sets: a set between other changes (a set + delete pair, say) is
+  // cheaper mirrored at once than read, deferred and applied.
+  std::uint64_t mirrored_at = ~0ULL;
+  // MPI_THREAD_MULTIPLE: another thread applied these sets (settle_elsewhere) without touching
+  // the owner's cache entries, which the owner may be reading; the owner clears their marks
+  // (under the gate) before it uses them again. Set before any engine change of that thread, so
+  // an owner that finds its pending entry's answer out of date finds this set.
+  std::atomic<bool> applied{false};
+  PendingSet sets[kMax];
+};
+
+// This thread's context, query cache and pending sets, in one thread-local block: the inline
+// paths' test of cb_top, their cache lookup and a deferred set's record use one TLS offset (a GOT
+// load each, and the thread pointer's, fewer). (The block is initialised data, for cb_top's
+// kUnchecked: a new thread copies its ~38 KiB where it zeroed them.)
 // (__thread, not thread_local: constant-initialised, so reading it needs no TLS init call.)
 struct ThreadState {
   QueryCache queries;
   ThreadContext ctx;
+  PendingSets pending;
 };
 extern __thread ThreadState t_state;
 
@@ -138,39 +173,6 @@ inline std::uint64_t layout_stamp() noexcept { return g_fast.layout->load(std::m
 // kept).
 bool refresh_answer(QueryCache::Entry& q, std::uint64_t version) noexcept;
 
-// Deferred sets (shadow mode, below MPI_THREAD_MULTIPLE, C binding). A set whose query's cached
-// answer is current, and for which the library ran exactly the callbacks the model requires (the
-// old value's delete callback, with that value, successfully; or none), is checked in full then
-// and there; only its application to the engine waits. The query's cache entry holds the new
-// answer meanwhile (`pending`), so gets of it are answered and cross-checked as usual, and a
-// further set of it replaces the pending one. Anything else that would read or change the engine
-// first applies every pending set, in the order they were made (settle()): each hook on entry,
-// an answer refresh, finalize.
-struct PendingSet {
-  QueryCache::Entry* entry = nullptr;
-  std::uint64_t before = 0;  // the answer before the first deferred set (the value it replaced)
-  std::uint32_t stamp = 0;   // when the last set of the query was made (they apply in this order)
-  const void* site = nullptr;  // where the last set was made (its call site)
-  bool replaced = false;     // the first deferred set replaced a value with a user delete callback
-  bool inserted = false;     // the first deferred set made the attribute (none was set before)
-};
-struct PendingSets {
-  static constexpr int kMax = 128;
-  int count = 0;
-  std::uint32_t clock = 0;
-  // Engine::version() right after this thread's last set mirrored on the spot. A set whose cached
-  // answer is out of date reads it afresh to be deferred only while the version still reads
-  // this, i.e. in a run of sets: a set between other changes (a set + delete pair, say) is
-  // cheaper mirrored at once than read, deferred and applied.
-  std::uint64_t mirrored_at = ~0ULL;
-  // MPI_THREAD_MULTIPLE: another thread applied these sets (settle_elsewhere) without touching
-  // the owner's cache entries, which the owner may be reading; the owner clears their marks
-  // (under the gate) before it uses them again. Set before any engine change of that thread, so
-  // an owner that finds its pending entry's answer out of date finds this set.
-  std::atomic<bool> applied{false};
-  PendingSet sets[kMax];
-};
-extern __thread PendingSets t_pending;
 // Applies this thread's pending sets.
 void apply_pending() noexcept;
 // From MPI_THREAD_SERIALIZED: applies the pending sets of another thread (pending_owner). At
@@ -184,10 +186,10 @@ void settle_elsewhere() noexcept;
 // be out of date): call settle_elsewhere.
 inline bool pending_elsewhere() noexcept {
   return __builtin_expect(g_fast.pending_owner.any(), 0) &&
-         g_fast.pending_owner.load(std::memory_order_relaxed) != &t_pending;
+         g_fast.pending_owner.load(std::memory_order_relaxed) != &t_state.pending;
 }
 inline void settle() noexcept {
-  if (__builtin_expect(t_pending.count != 0, 0)) apply_pending();
+  if (__builtin_expect(t_state.pending.count != 0, 0)) apply_pending();
   else if (__builtin_expect(g_fast.pending_owner.any(), 0)) settle_elsewhere();
 }
 // The first set a thread defers: at MPI_THREAD_SERIALIZED the thread takes pending_owner, unless
@@ -201,7 +203,7 @@ template <bool kShared>
   if (!kShared) return true;
   if (g_fast.pending_owner.any()) return false;
   if (__builtin_expect(!t_exit_hooked, 0) && !hook_thread_exit()) return false;
-  g_fast.pending_owner.store(&t_pending, std::memory_order_relaxed);
+  g_fast.pending_owner.store(&t_state.pending, std::memory_order_relaxed);
   return true;
 }
 // The thread's last pending set went (applied, or cancelled by a delete).
@@ -229,7 +231,7 @@ class OwnerGate {
     if (held_) unlock_gate();
   }
   [[gnu::always_inline]] bool open() const noexcept {
-    return !held_ || (g_fast.defer_sets.load(std::memory_order_relaxed) && !t_pending.applied.load(std::memory_order_relaxed));
+    return !held_ || (g_fast.defer_sets.load(std::memory_order_relaxed) && !t_state.pending.applied.load(std::memory_order_relaxed));
   }
   OwnerGate(const OwnerGate&) = delete;
   OwnerGate& operator=(const OwnerGate&) = delete;
@@ -287,6 +289,14 @@ struct GetOut {
 inline QueryCache::Entry* checked_set(const Api& api, Handle h, int key) noexcept {
   if (api.replacement || t_state.ctx.cb_top) return nullptr;
   QueryCache::Entry* q = t_state.queries.find(api.kind, api.binding, h, key, layout_stamp());
+  return q && q->cursor.object ? q : nullptr;
+}
+// checked_set without the layout test, for a caller that makes it, or finds the entry's answer
+// current, which vouches for it (the C set wrappers' set_deferred): the layout counter's load and
+// compare, four instructions, on every deferred shadow set.
+inline QueryCache::Entry* set_entry(const Api& api, Handle h, int key) noexcept {
+  if (api.replacement || t_state.ctx.cb_top) return nullptr;
+  QueryCache::Entry* q = t_state.queries.lookup(api.kind, api.binding, h, key);
   return q && q->cursor.object ? q : nullptr;
 }
 

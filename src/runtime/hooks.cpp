@@ -193,7 +193,7 @@ bool mirror_plain_set(ReplayScope& scope, const QueryCache::Entry& query, QueryC
   if (!single_delete_seen(scope.replay(), &ran, &seen)) return false;
   std::uint64_t version = 0;
   if (!state().engine->set_attr_ran(query.cursor, as, word, origin, seen ? &ran : nullptr, &version)) return false;
-  t_pending.mirrored_at = version;
+  t_state.pending.mirrored_at = version;
   scope.dismiss();
   // A get in the same binding reads back the word as set (a default-INTEGER one is sign-extended:
   // that is left to the full path).
@@ -591,7 +591,7 @@ bool refresh_answer(QueryCache::Entry& q, std::uint64_t version) noexcept {
   }
   // The engine lacks the value q must read; or (MPI_THREAD_MULTIPLE) another thread applied them
   // and q's marks are to be cleared first (pending.cpp).
-  if (t_pending.count && (t_pending.applied.load(std::memory_order_relaxed) || t_state.queries.other_pending(q))) {
+  if (t_state.pending.count && (t_state.pending.applied.load(std::memory_order_relaxed) || t_state.queries.other_pending(q))) {
     apply_pending();
     version = g_fast.version->load(std::memory_order_acquire);
     if (QueryCache::has_answer(q, version)) return true;
@@ -719,7 +719,7 @@ bool delete_emulated(const Call& call, QueryCache::Entry& entry, Handle h, int k
     // The delete of a deferred set that made the attribute: the pair cancels out in the cache
     // (the engine never had the attribute), after the cache ran the keyval's user delete function.
     const std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
-    if (t_pending.sets[pending - 1].inserted && QueryCache::has_answer(entry, version)) {
+    if (t_state.pending.sets[pending - 1].inserted && QueryCache::has_answer(entry, version)) {
       if (!entry.user_delete) {
         if (g_fast.share_pending ? cancel_pending<true>(entry, pending) : cancel_pending<false>(entry, pending)) {
           *rc = MPI_SUCCESS;
