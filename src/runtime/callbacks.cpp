@@ -13,7 +13,7 @@ namespace attrcheck::rt {
 // ---- per-thread callback context ------------------------------------------------------------
 CbFrame kUnchecked{nullptr, 0, nullptr, nullptr, 0, ObjectKind::Comm, false, false};
 CbFrame kInFortran{nullptr, ~Handle{0}, nullptr, nullptr, 0, ObjectKind::Comm, false, false};
-__thread ThreadState t_state{{}, {nullptr, &kUnchecked, nullptr}, {}};
+__thread ThreadState t_state{{}, {nullptr, &kUnchecked, nullptr, 0}, {}};
 namespace {
 
 // Pushes a frame for a callback about to run on this thread (built with outer = t_state.ctx.cb_top);
@@ -331,7 +331,10 @@ int trampoline_delete_fn(Obj object, int key, void* value, void* extra) {
   auto* rec = static_cast<KeyRecord*>(extra);
   const Handle h = handle(object);
   const int engine_id = rec->engine_id.load(std::memory_order_relaxed);
-  CbFrame frame{rec->delete_fn, h, t_state.ctx.call, t_state.ctx.cb_top, key, K, false, teardown_delete(K, h)};
+  // (teardown set apart, on the branch where it may be true: as an initialiser, gcc stored the
+  // frame's flags and then teardown's false again.)
+  CbFrame frame{rec->delete_fn, h, t_state.ctx.call, t_state.ctx.cb_top, key, K, false, false};
+  if (__builtin_expect(!g_fast.open.load(std::memory_order_relaxed), 0)) frame.teardown = teardown_delete(K, h);
   const int rc = run_delete_as(frame, engine_id, [&] {
     return reinterpret_cast<Fn>(rec->delete_fn)(object, key, value,
                                                 reinterpret_cast<void*>(static_cast<std::uintptr_t>(rec->extra_state)));

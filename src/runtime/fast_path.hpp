@@ -97,6 +97,7 @@ struct ThreadContext {
   const Call* call;    // the innermost intercepted call (runtime.hpp: CallScope)
   CbFrame* cb_top;     // the innermost callback frame (above), or nullptr / kUnchecked
   Replay* replay;      // the innermost replay collecting the library's runs (runtime.hpp: ReplayScope)
+  int throw_depth;     // the last throw's recorded stack depth since a callback began (throw_site.hpp)
 };
 // Deferred sets (shadow mode, below MPI_THREAD_MULTIPLE, C binding). A set whose query's cached
 // answer is current, and for which the library ran exactly the callbacks the model requires (the
