@@ -538,13 +538,19 @@ def split_delete(fn, lang):
     o, kv = require(fn, "object"), require(fn, "keyval")
     h, k = lang.handle(o, fn["kind"]), lang.key(kv)
     api, full, lines = out_of_line(fn, lang)
+    # (The mode tested once: checked_delete's halves written out, shadow_delete_entry and
+    # checked_set.)
     lines += [lang.signature() + " {",
-              f"  if (rt::QueryCache::Entry* q_ = rt::checked_delete({api}, {h}, {k})) {{",
+              "  if (rt::g_shadow) {",
+              f"    if (rt::QueryCache::Entry* q_ = rt::shadow_delete_entry({api}, {h}, {k})) {{",
+              f"      const rt::Call call{{&{api}, __builtin_return_address(0)}};",
+              "      int rc_;",
+              f"      if (rt::delete_cancels_set(call, *q_, {h}, {k}, [=]() {{ return {lang.call_pmpi}; }}, &rc_)) return rc_;",
+              "    }",
+              f"  }} else if (rt::QueryCache::Entry* q_ = rt::checked_set({api}, {h}, {k})) {{",
               f"    const rt::Call call{{&{api}, __builtin_return_address(0)}};",
               "    int rc_;",
-              f"    if (rt::g_shadow ? rt::delete_cancels_set(call, *q_, {h}, {k}, [=]() {{ return {lang.call_pmpi}; }}, &rc_)",
-              f"                     : rt::delete_emulated(call, *q_, {h}, {k}, &rc_))",
-              "      return rc_;",
+              f"    if (rt::delete_emulated(call, *q_, {h}, {k}, &rc_)) return rc_;",
               "  }",
               f"  return {full}({lang.args}, __builtin_return_address(0));",
               "}"]

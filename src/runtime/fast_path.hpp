@@ -88,6 +88,14 @@ struct CbFrame {
 };
 extern CbFrame kUnchecked;
 struct Replay;
+// The object adopt() last registered on this thread (runtime.hpp): a hook that adopted its object
+// does not know it was live, so the library's refusal of it is no divergence. Hooks clear it first.
+struct Adopted {
+  Handle h;
+  ObjectKind kind;
+  bool set;
+  bool was_freed;  // the tool had seen it freed (the library vouched for it, see adopt)
+};
 // What this thread is running, in one thread-local block: the paths that read or set several of
 // these (a trampoline: all three; a set: the call and the replay) find them from one TLS offset
 // (each variable of its own cost a GOT load per access, and gcc loaded them again after stores).
@@ -98,6 +106,7 @@ struct ThreadContext {
   CbFrame* cb_top;     // the innermost callback frame (above), or nullptr / kUnchecked
   Replay* replay;      // the innermost replay collecting the library's runs (runtime.hpp: ReplayScope)
   int throw_depth;     // the last throw's recorded stack depth since a callback began (throw_site.hpp)
+  Adopted adopted;     // (above; the cancelled delete clears it on its way to the library)
 };
 // Deferred sets (shadow mode, below MPI_THREAD_MULTIPLE, C binding). A set whose query's cached
 // answer is current, and for which the library ran exactly the callbacks the model requires (the

@@ -208,7 +208,7 @@ bool refused_unknown(const Call& call, ObjectKind kind, Handle h, int rc) {
   if (rc == MPI_SUCCESS || !adopted_now(kind, h)) return false;
   state().engine->forget_object(kind, h);
   // A handle the tool saw freed, that the library was trusted with and refused: now certain.
-  if (t_adopted.was_freed) report_status(call, Status::ObjectUnknown, kind, h, 0, 0);
+  if (t_state.ctx.adopted.was_freed) report_status(call, Status::ObjectUnknown, kind, h, 0, 0);
   return true;
 }
 bool refused_unknown(const Call& call, ObjectKind kind, Handle h, int rc, ReplayScope& replay) {
@@ -434,7 +434,7 @@ int on_set_attr(const Call& call, Handle h, int key, std::uint64_t word, const F
   const Origin origin = origin_site(call);
   if (r.mode == Mode::Emulate) return emulate_set(call, h, key, word, origin);
   int engine_key = 0;
-  t_adopted.set = false;
+  t_state.ctx.adopted.set = false;
   const Result res = check_modify(call, h, key, &engine_key, nullptr, true);
   if (!res.ok()) return refuse(call, res, kind, h, key, engine_key);
   ReplayScope replay(call, false);
@@ -649,7 +649,7 @@ int on_get_attr(const Call& call, Handle h, int key, void* value_out, int* flag,
   std::uint64_t model = 0;  // the value as the caller reads it (the first value_size bytes)
   int model_flag = 0;
   bool truncated = false;
-  t_adopted.set = false;
+  t_state.ctx.adopted.set = false;
   const Result res = with_object(call, kind, h, [&] {
     return r.engine->get_attr(kind, h, engine_key, as, &model, &model_flag, &truncated);
   });
@@ -779,7 +779,7 @@ namespace {
   if (in_callback_for(kind, h)) return reentrant(call, kind, h);
   if (unchecked(kind, &h, &key)) return forward();
   int engine_key = 0, present = 0;
-  t_adopted.set = false;
+  t_state.ctx.adopted.set = false;
   Result res = check_modify(call, h, key, &engine_key, &present);
   if (!res.ok()) return refuse(call, res, kind, h, key, engine_key);
   if (!present) {  // not an error by the standard, but not portable

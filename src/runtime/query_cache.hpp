@@ -133,7 +133,9 @@ class QueryCache {
   // Whether `x` is the query of `e` in another binding (same object, kind and keyval): such
   // entries share e's set, which hashes the object and keyval only.
   static bool other_binding(const Entry& x, const Entry& e) noexcept {
-    return &x != &e && x.layout() != 0 && x.object == e.object && ((x.query ^ e.query) & ~(std::uint64_t{3} << 32)) == 0;
+    // (No test that x is filled: an empty entry's object is 0, and e's, a query found valid, is a
+    // live object's handle, which no library makes 0.)
+    return &x != &e && x.object == e.object && ((x.query ^ e.query) & ~(std::uint64_t{3} << 32)) == 0;
   }
   // The keyval in the low half, the kind and binding in the high one. For a C call on a
   // communicator the high half is 0: the wrappers build the tag in one instruction (the keyval
@@ -142,8 +144,8 @@ class QueryCache {
   // would still answer nothing: its layout stamp 0 is no layout_version() (which starts at 1),
   // and its version 0 is behind the engine's by the time the cache is read (a thread reads it once
   // a call has found MPI running, and MPI_Init's registrations of MPI_COMM_WORLD, MPI_COMM_SELF
-  // and the predefined keyvals moved the version). (A filled entry is told from an empty one by
-  // its layout stamp.)
+  // and the predefined keyvals moved the version). No entry holding an answer, a cursor or a
+  // pending set is that query (each was found valid: a live object's handle, never 0).
   static std::uint64_t query_tag(ObjectKind kind, Binding b, int key) noexcept {
     const std::uint64_t high = (static_cast<std::uint32_t>(kind) << 2) | static_cast<std::uint32_t>(b);
     return (high << 32) | static_cast<std::uint32_t>(key);

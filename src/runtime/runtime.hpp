@@ -272,17 +272,9 @@ inline bool is_predefined_key(int key) noexcept {
 // tool and no call returned it since, unless `library_vouches` (the handle came through the
 // library's Fortran handle table) or a callback is running for it.
 bool adopt(ObjectKind kind, Handle h, bool library_vouches = false);
-// The object adopt() last registered on this thread: a hook that adopted its object does not
-// know it was live, so the library's refusal of it is no divergence. Hooks clear it first.
-struct Adopted {
-  Handle h;
-  ObjectKind kind;
-  bool set;
-  bool was_freed;  // the tool had seen it freed (the library vouched for it, see adopt)
-};
-extern __thread Adopted t_adopted;
+// The object adopt() last registered on this thread: t_state.ctx.adopted (fast_path.hpp).
 inline bool adopted_now(ObjectKind kind, Handle h) noexcept {
-  return t_adopted.set && t_adopted.h == h && t_adopted.kind == kind;
+  return t_state.ctx.adopted.set && t_state.ctx.adopted.h == h && t_state.ctx.adopted.kind == kind;
 }
 // Past the engine's capacity (objects.cpp): reports tool.limit once per `what`, and from then on
 // unchecked() says which calls go to the library unchecked (a key created past the keyval limit,

@@ -176,15 +176,18 @@ template <typename Forward>
 // one entry in the cache), and one that holds a pending set has its cursor; the one test of
 // checked_set's left out, the layout stamp, is delete_cancels_set's first (a current answer:
 // every layout change is a version change).
-inline QueryCache::Entry* checked_delete(const Api& api, Handle h, int key) noexcept {
-  if (g_shadow) {
-    const int n = t_state.pending.count;
-    if (__builtin_expect(n == 0, 1)) return nullptr;
-    QueryCache::Entry* const last = t_state.pending.sets[n - 1].entry;
-    if (__builtin_expect(!api.replacement && !t_state.ctx.cb_top && QueryCache::holds(*last, api.kind, api.binding, h, key), 1))
-      return last;
-  }
+// shadow_delete_entry: checked_delete's shadow half (the C delete wrappers test the mode once,
+// themselves, where the wrapper's test and checked_delete's were two).
+inline QueryCache::Entry* shadow_delete_entry(const Api& api, Handle h, int key) noexcept {
+  const int n = t_state.pending.count;
+  if (__builtin_expect(n == 0, 1)) return nullptr;
+  QueryCache::Entry* const last = t_state.pending.sets[n - 1].entry;
+  if (__builtin_expect(!api.replacement && !t_state.ctx.cb_top && QueryCache::holds(*last, api.kind, api.binding, h, key), 1))
+    return last;
   return checked_set(api, h, key);
+}
+inline QueryCache::Entry* checked_delete(const Api& api, Handle h, int key) noexcept {
+  return g_shadow ? shadow_delete_entry(api, h, key) : checked_set(api, h, key);
 }
 
 // The quick ways of a delete of checked_delete's entry `q` for (h, key): shadow mode, the delete
@@ -242,7 +245,7 @@ template <typename Forward>
   const int engine_key = q.engine_key;
   const std::uint64_t word = q.word;
   const bool user_delete = q.user_delete;
-  t_adopted.set = false;
+  t_state.ctx.adopted.set = false;
   ReplayScope replay(call, false);
   *rc = forward();
   // Nothing moved while the library ran (its callback may call MPI, which applies the set).
