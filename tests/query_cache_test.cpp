@@ -96,6 +96,30 @@ TEST(QueryCache, AnObjectsConsecutiveKeyvalsAllStayWhereverTheObjectIs) {
 
 // A set deferred in one binding changes what the other bindings of the same object and keyval
 // read: their answers go, and a refresh can tell that the engine lacks the pending value.
+// A C communicator's query tag is its keyval alone, so an empty entry (all zeros) is the query
+// (handle 0, C, communicator, keyval 0). It must never pass for a remembered one: no answer at any
+// version the engine has once MPI runs (they are past 0), no layout stamp (the engine's start at
+// 1), no cursor, nothing pending; and it is no other binding's entry of any query.
+TEST(QueryCache, AnEmptyEntryAnswersNothing) {
+  auto cache = std::make_unique<QueryCache>();
+  const QueryCache::Entry* e = cache->lookup(kComm, Binding::C, 0, 0);
+  if (e) {
+    for (std::uint64_t version : {std::uint64_t{2}, std::uint64_t{4}, std::uint64_t{1} << 40})
+      EXPECT_FALSE(QueryCache::has_answer(*e, version));
+    EXPECT_EQ(e->layout(), 0u);
+    EXPECT_EQ(e->cursor.object, nullptr);
+    EXPECT_EQ(e->pending, 0);
+  }
+  EXPECT_EQ(cache->find(kComm, Binding::C, 0, 0, 1), nullptr);
+  QueryCache::Entry& c = cache->remember(kComm, Binding::FortranAint, kA, 0, 1, 7);
+  EXPECT_FALSE(cache->other_pending(c));
+  cache->drop_other_answers(c);  // (must not touch an empty entry in c's set)
+  const QueryCache::Entry* empty = cache->lookup(kComm, Binding::C, 0, 0);
+  if (empty) {
+    EXPECT_EQ(empty->version, 0u);
+  }
+}
+
 TEST(QueryCache, OtherBindingsOfAQueryWithAPendingSet) {
   auto cache = std::make_unique<QueryCache>();
   QueryCache::Entry& c = cache->remember(kComm, Binding::C, kA, 10, 1, 7);

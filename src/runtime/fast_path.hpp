@@ -20,6 +20,31 @@ namespace attrcheck::rt {
 
 struct PendingSets;
 
+// FastState::pending_owner: the owner of the pending sets, with the mode in the low bit (1: not
+// shadow mode), so that the C get wrappers' inline path makes one test for "shadow mode, and no
+// thread's sets pending" (word() == 0), where it made two (g_shadow; pending_elsewhere).
+class OwnerWord {
+ public:
+  PendingSets* load(std::memory_order order) const noexcept {
+    return reinterpret_cast<PendingSets*>(word_.load(order) & ~std::uintptr_t{1});
+  }
+  // Whether some thread's sets are pending (load() != nullptr).
+  bool any() const noexcept { return word_.load(std::memory_order_relaxed) > 1; }
+  void store(PendingSets* p, std::memory_order order) noexcept {
+    word_.store(reinterpret_cast<std::uintptr_t>(p) | not_shadow_, order);
+  }
+  std::uintptr_t word() const noexcept { return word_.load(std::memory_order_relaxed); }
+  // At load, before any wrapper runs (runtime.cpp).
+  void set_mode(bool shadow) noexcept {
+    not_shadow_ = shadow ? 0 : 1;
+    word_.store(not_shadow_, std::memory_order_relaxed);
+  }
+
+ private:
+  std::atomic<std::uintptr_t> word_{1};
+  std::uintptr_t not_shadow_ = 1;
+};
+
 // What the inline path reads, on one cache line; set by the runtime.
 struct alignas(64) FastState {
   const std::atomic<std::uint64_t>* version = nullptr;  // Engine::version_counter()
@@ -35,24 +60,26 @@ struct alignas(64) FastState {
   // MPI_THREAD_MULTIPLE: the owner changes its pending sets under g_pending_gate (pending.cpp).
   bool gate_pending = false;
   // From MPI_THREAD_SERIALIZED, the deferred sets not applied yet, of whichever thread made them
-  // (a thread's t_pending, or those of a thread that exited), or nullptr; at most one thread's
+  // (a thread's t_state.pending, or those of a thread that exited), or nullptr; at most one thread's
   // at a time. Below it, always nullptr.
-  std::atomic<PendingSets*> pending_owner{nullptr};
+  // (The low bit: the mode, OwnerWord.)
+  OwnerWord pending_owner;
 };
 // (Hidden: read where they are, not through the GOT: one instruction fewer on every hot path.)
 [[gnu::visibility("hidden")]] extern FastState g_fast;
 [[gnu::visibility("hidden")]] extern bool g_shadow;  // set once, at load
-// (__thread, not thread_local: constant-initialised, so reading them needs no TLS init call.)
-extern __thread QueryCache t_queries;
 // A callback of ours running on this thread: frames live on the stack of the code that runs the
-// callback, linked innermost first from t_cb_top. Plain data, so the fatal-signal handler can
+// callback, linked innermost first from t_state.ctx.cb_top. Plain data, so the fatal-signal handler can
 // name the callback that crashed. The chain ends in nullptr, or in kUnchecked until the thread
-// has passed the thread-level check: then t_cb_top == nullptr alone says "a checked thread, no
+// has passed the thread-level check: then t_state.ctx.cb_top == nullptr alone says "a checked thread, no
 // callback running", the inline paths' one test.
 struct CbFrame {
   const void* fn;
   Handle object;     // the object it runs for (the old one for a copy callback)
-  const char* call;  // the call that ran it
+  // The intercepted call that ran it (its name: call_name_of), or nullptr: a call the library
+  // made of its own. (The call, not its name: the name is two loads away, and the frame is built
+  // on every callback run while a crash is what reads it.)
+  const Call* call;
   CbFrame* outer;
   int keyval;        // as the user holds it
   ObjectKind kind;
@@ -60,38 +87,27 @@ struct CbFrame {
   bool teardown;     // a delete callback of MPI_Finalize's teardown
 };
 extern CbFrame kUnchecked;
-extern __thread CbFrame* t_cb_top;
-
-// A library whose Fortran bindings enter through the C ones (MPICH: mpi_comm_dup_ calls
-// MPI_Comm_dup) would show the C wrappers a Fortran call a second time. While a Fortran wrapper
-// forwards to the library, kInFortran is the top frame: the C wrappers' one inline test
-// (t_cb_top) sends them to the full hook, whose enter() passes a C call made under it straight
-// to the library. A callback the library runs meanwhile pushes its own frame over it, so the
-// calls it makes are checked as usual.
-extern CbFrame kInFortran;
-template <typename Fn, typename... A>
-inline void forward_fortran(Fn fn, A... a) {
-  if constexpr (kProfile.fortran_enters_through_c) {
-    CbFrame* const outer = t_cb_top;
-    t_cb_top = &kInFortran;
-    fn(a...);
-    t_cb_top = outer;
-  } else {
-    fn(a...);
-  }
-}
-
-// The stamp query cache entries are checked against: it moves whenever a keyval or object comes
-// or goes, and when the runtime remaps a library keyval or MPI opens or closes
-// (Engine::advance_layout).
-inline std::uint64_t layout_stamp() noexcept { return g_fast.layout->load(std::memory_order_acquire); }
-
-// For a cached query whose answer is out of date: if the query is still valid, reads the
-// engine's answer into it. False if the full hook must decide (the query's validity may have
-// changed, an error, a truncated value, or the version read mid-change so no answer could be
-// kept).
-bool refresh_answer(QueryCache::Entry& q, std::uint64_t version) noexcept;
-
+struct Replay;
+// The object adopt() last registered on this thread (runtime.hpp): a hook that adopted its object
+// does not know it was live, so the library's refusal of it is no divergence. Hooks clear it first.
+struct Adopted {
+  Handle h;
+  ObjectKind kind;
+  bool set;
+  bool was_freed;  // the tool had seen it freed (the library vouched for it, see adopt)
+};
+// What this thread is running, in one thread-local block: the paths that read or set several of
+// these (a trampoline: all three; a set: the call and the replay) find them from one TLS offset
+// (each variable of its own cost a GOT load per access, and gcc loaded them again after stores).
+// (call and replay are not neighbours: gcc's vectoriser paired their stores in a set's scopes
+// through an xmm register and a stack slot, two instructions more than two stores.)
+struct ThreadContext {
+  const Call* call;    // the innermost intercepted call (runtime.hpp: CallScope)
+  CbFrame* cb_top;     // the innermost callback frame (above), or nullptr / kUnchecked
+  Replay* replay;      // the innermost replay collecting the library's runs (runtime.hpp: ReplayScope)
+  int throw_depth;     // the last throw's recorded stack depth since a callback began (throw_site.hpp)
+  Adopted adopted;     // (above; the cancelled delete clears it on its way to the library)
+};
 // Deferred sets (shadow mode, below MPI_THREAD_MULTIPLE, C binding). A set whose query's cached
 // answer is current, and for which the library ran exactly the callbacks the model requires (the
 // old value's delete callback, with that value, successfully; or none), is checked in full then
@@ -124,7 +140,49 @@ struct PendingSets {
   std::atomic<bool> applied{false};
   PendingSet sets[kMax];
 };
-extern __thread PendingSets t_pending;
+
+// This thread's context, query cache and pending sets, in one thread-local block: the inline
+// paths' test of cb_top, their cache lookup and a deferred set's record use one TLS offset (a GOT
+// load each, and the thread pointer's, fewer). (The block is initialised data, for cb_top's
+// kUnchecked: a new thread copies its ~38 KiB where it zeroed them.)
+// (__thread, not thread_local: constant-initialised, so reading it needs no TLS init call.)
+struct ThreadState {
+  QueryCache queries;
+  ThreadContext ctx;
+  PendingSets pending;
+};
+extern __thread ThreadState t_state;
+
+// A library whose Fortran bindings enter through the C ones (MPICH: mpi_comm_dup_ calls
+// MPI_Comm_dup) would show the C wrappers a Fortran call a second time. While a Fortran wrapper
+// forwards to the library, kInFortran is the top frame: the C wrappers' one inline test
+// (t_state.ctx.cb_top) sends them to the full hook, whose enter() passes a C call made under it straight
+// to the library. A callback the library runs meanwhile pushes its own frame over it, so the
+// calls it makes are checked as usual.
+extern CbFrame kInFortran;
+template <typename Fn, typename... A>
+inline void forward_fortran(Fn fn, A... a) {
+  if constexpr (kProfile.fortran_enters_through_c) {
+    CbFrame* const outer = t_state.ctx.cb_top;
+    t_state.ctx.cb_top = &kInFortran;
+    fn(a...);
+    t_state.ctx.cb_top = outer;
+  } else {
+    fn(a...);
+  }
+}
+
+// The stamp query cache entries are checked against: it moves whenever a keyval or object comes
+// or goes, and when the runtime remaps a library keyval or MPI opens or closes
+// (Engine::advance_layout).
+inline std::uint64_t layout_stamp() noexcept { return g_fast.layout->load(std::memory_order_acquire); }
+
+// For a cached query whose answer is out of date: if the query is still valid, reads the
+// engine's answer into it. False if the full hook must decide (the query's validity may have
+// changed, an error, a truncated value, or the version read mid-change so no answer could be
+// kept).
+bool refresh_answer(QueryCache::Entry& q, std::uint64_t version) noexcept;
+
 // Applies this thread's pending sets.
 void apply_pending() noexcept;
 // From MPI_THREAD_SERIALIZED: applies the pending sets of another thread (pending_owner). At
@@ -137,12 +195,12 @@ void settle_elsewhere() noexcept;
 // Another thread's sets are pending (then answers read from the engine, and cached answers, may
 // be out of date): call settle_elsewhere.
 inline bool pending_elsewhere() noexcept {
-  const PendingSets* o = g_fast.pending_owner.load(std::memory_order_relaxed);
-  return __builtin_expect(o != nullptr, 0) && o != &t_pending;
+  return __builtin_expect(g_fast.pending_owner.any(), 0) &&
+         g_fast.pending_owner.load(std::memory_order_relaxed) != &t_state.pending;
 }
 inline void settle() noexcept {
-  if (__builtin_expect(t_pending.count != 0, 0)) apply_pending();
-  else if (__builtin_expect(g_fast.pending_owner.load(std::memory_order_relaxed) != nullptr, 0)) settle_elsewhere();
+  if (__builtin_expect(t_state.pending.count != 0, 0)) apply_pending();
+  else if (__builtin_expect(g_fast.pending_owner.any(), 0)) settle_elsewhere();
 }
 // The first set a thread defers: at MPI_THREAD_SERIALIZED the thread takes pending_owner, unless
 // another thread's sets are pending (false: then this set is mirrored on the spot, which applies
@@ -153,9 +211,9 @@ bool hook_thread_exit() noexcept;  // false: it cannot be (no set of this thread
 template <bool kShared>
 [[gnu::always_inline]] inline bool claim_pending() noexcept {
   if (!kShared) return true;
-  if (g_fast.pending_owner.load(std::memory_order_relaxed) != nullptr) return false;
+  if (g_fast.pending_owner.any()) return false;
   if (__builtin_expect(!t_exit_hooked, 0) && !hook_thread_exit()) return false;
-  g_fast.pending_owner.store(&t_pending, std::memory_order_relaxed);
+  g_fast.pending_owner.store(&t_state.pending, std::memory_order_relaxed);
   return true;
 }
 // The thread's last pending set went (applied, or cancelled by a delete).
@@ -183,7 +241,7 @@ class OwnerGate {
     if (held_) unlock_gate();
   }
   [[gnu::always_inline]] bool open() const noexcept {
-    return !held_ || (g_fast.defer_sets.load(std::memory_order_relaxed) && !t_pending.applied.load(std::memory_order_relaxed));
+    return !held_ || (g_fast.defer_sets.load(std::memory_order_relaxed) && !t_state.pending.applied.load(std::memory_order_relaxed));
   }
   OwnerGate(const OwnerGate&) = delete;
   OwnerGate& operator=(const OwnerGate&) = delete;
@@ -197,11 +255,10 @@ class OwnerGate {
 // change.
 inline const QueryCache::Entry* checked_query(const Api& api, Handle h, int key) noexcept {
   // (Another thread's pending sets may change the answer: the full hook applies them first.)
-  // The same test as fresh_query's: a condition added to one belongs in the other. (Written out
-  // in both: as one inline predicate, gcc 12 orders the pending_owner test worse, +4
-  // instructions per cached get.)
-  if (api.replacement || t_cb_top || pending_elsewhere()) return nullptr;
-  QueryCache::Entry* q = t_queries.lookup(api.kind, api.binding, h, key);
+  // The same test as fresh_query's with the get wrappers' (which test pending_owner after it):
+  // a condition added to one belongs in the other.
+  if (api.replacement || t_state.ctx.cb_top || pending_elsewhere()) return nullptr;
+  QueryCache::Entry* q = t_state.queries.lookup(api.kind, api.binding, h, key);
   if (!q) return nullptr;
   const std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
   return QueryCache::has_answer(*q, version) || refresh_answer(*q, version) ? q : nullptr;
@@ -209,24 +266,47 @@ inline const QueryCache::Entry* checked_query(const Api& api, Handle h, int key)
 
 // The C get wrappers' inline first resort (gen_wrappers.py): the cached query if its answer is
 // current, or nullptr (then the wrapper's out-of-line path decides, which also refreshes an
-// out-of-date answer: checked_query). No test of the mode: t_cb_top == nullptr also says that
+// out-of-date answer: checked_query). No test of the mode: t_state.ctx.cb_top == nullptr also says that
 // attrcheck is on, since with mode=off no call ever passes enter_slow, which alone clears
-// kUnchecked. (Another thread's pending sets may change the answer: the out-of-line path applies
-// them first.)
+// kUnchecked. Its callers then test pending_owner (another thread's pending sets may change the
+// answer: the out-of-line path applies them first): shadow_and_none_pending(), and where that
+// says no, pending_elsewhere().
 inline const QueryCache::Entry* fresh_query(const Api& api, Handle h, int key) noexcept {
-  if (api.replacement || t_cb_top || pending_elsewhere()) return nullptr;  // (checked_query's test)
-  const QueryCache::Entry* q = t_queries.lookup(api.kind, api.binding, h, key);
+  if (api.replacement || t_state.ctx.cb_top) return nullptr;  // (with the callers': checked_query's test)
+  const QueryCache::Entry* q = t_state.queries.lookup(api.kind, api.binding, h, key);
   return q && QueryCache::has_answer(*q, g_fast.version->load(std::memory_order_acquire)) ? q : nullptr;
 }
 
+// The C get wrappers' test after fresh_query: shadow mode, and no thread's sets pending (then its
+// answer is cross-checked without more ado). Else emulate mode answers, and shadow mode with this
+// thread's own sets pending cross-checks as usual (it holds them), unless pending_elsewhere().
+inline bool shadow_and_none_pending() noexcept { return g_fast.pending_owner.word() == 0; }
+
+// The get wrappers' out-pointers, kept on the stack across the library's call (keep_in_memory
+// before and after it): two stores and two loads, where gcc otherwise gave them two callee-saved
+// registers, which cost two pushes, two pops and four moves.
+struct GetOut {
+  void* value;
+  int* flag;
+};
+[[gnu::always_inline]] inline void keep_in_memory(GetOut& o) noexcept { __asm__("" : "+m"(o)); }
+
 // The cached query a set can take the quick way (set_cached), or nullptr (then call the full
 // hook). A hit proves what the full hook's checks would prove, as for gets (a query is found
-// valid at the current layout only while MPI runs, and t_cb_top == nullptr says the thread
+// valid at the current layout only while MPI runs, and t_state.ctx.cb_top == nullptr says the thread
 // passed the thread-level check and runs no callback of ours), and carries the engine's cursor
 // for the set.
 inline QueryCache::Entry* checked_set(const Api& api, Handle h, int key) noexcept {
-  if (api.replacement || t_cb_top) return nullptr;
-  QueryCache::Entry* q = t_queries.find(api.kind, api.binding, h, key, layout_stamp());
+  if (api.replacement || t_state.ctx.cb_top) return nullptr;
+  QueryCache::Entry* q = t_state.queries.find(api.kind, api.binding, h, key, layout_stamp());
+  return q && q->cursor.object ? q : nullptr;
+}
+// checked_set without the layout test, for a caller that makes it, or finds the entry's answer
+// current, which vouches for it (the C set wrappers' set_deferred): the layout counter's load and
+// compare, four instructions, on every deferred shadow set.
+inline QueryCache::Entry* set_entry(const Api& api, Handle h, int key) noexcept {
+  if (api.replacement || t_state.ctx.cb_top) return nullptr;
+  QueryCache::Entry* q = t_state.queries.lookup(api.kind, api.binding, h, key);
   return q && q->cursor.object ? q : nullptr;
 }
 
@@ -261,11 +341,13 @@ inline bool same_answer(Binding as, const void* value_out, int flag, int model_f
 // stored) is the model's. Read after the library's call: a get that succeeds runs no code that
 // could change this thread's cache (no callbacks; an error handler only runs when rc says so,
 // and then the model's answer is not used).
-// (The model's flag is 0 or 1, like the libraries' own: equal flags settle it in one compare.)
+// (The model's flag is 0 or 1, like the libraries' own: equal flags settle it in one compare.
+// Flags that differ, say 2 for 1, are left to compare_with_model, which also takes a nonzero
+// flag as "present": *flag is then read once, in one compare with the entry's.)
 inline bool agrees(Binding as, const QueryCache::Entry& q, int rc, const void* value_out, const int* flag) noexcept {
-  if (rc != MPI_SUCCESS) return false;
-  if (__builtin_expect(*flag == q.flag, 1)) return !q.flag || same_answer(as, value_out, 1, 1, q.word);
-  return same_answer(as, value_out, *flag, q.flag, q.word);
+  if (rc != MPI_SUCCESS || *flag != q.flag) return false;
+  // (A get of a value that is there is the one laid out straight.)
+  return __builtin_expect(q.flag != 0, 1) ? same_answer(as, value_out, 1, 1, q.word) : true;
 }
 
 // Shadow mode: compares the library's answer (rc, and what it stored) with the model's and

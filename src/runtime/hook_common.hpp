@@ -25,13 +25,13 @@ const void* thread_token() noexcept;
 bool adopt_library_start() noexcept;
 
 // The common case in one inline test: MPI running, a current call, and a thread that passed the
-// thread-level check with no callback of ours running (t_cb_top). Anything else takes the full
+// thread-level check with no callback of ours running (t_state.ctx.cb_top). Anything else takes the full
 // path (enter_slow).
 inline bool enter(const Call& call, int* rc) {
   settle();  // whatever this call does sees every set made before it
   const Runtime& r = state();
   if (ATTRCHECK_LIKELY(static_cast<Phase>(r.phase.load(std::memory_order_acquire)) == Phase::Running &&
-                       !t_cb_top && !call.api->replacement))
+                       !t_state.ctx.cb_top && !call.api->replacement))
     return true;
   return enter_slow(call, rc);
 }

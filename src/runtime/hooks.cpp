@@ -22,16 +22,15 @@ thread_local char t_token;  // its address identifies the thread
 
 const void* thread_token() noexcept { return &t_token; }
 
-__thread QueryCache t_queries;
 
 // Everything an intercepted call checks first. False: refuse with *rc.
 bool enter_slow(const Call& call, int* rc) {
-  if (t_cb_top == &kInFortran && call.api->binding == Binding::C) {
+  if (t_state.ctx.cb_top == &kInFortran && call.api->binding == Binding::C) {
     *rc = kPassThrough;  // the library's Fortran binding calling C: the Fortran wrapper handles it
     return false;
   }
   Runtime& r = state();
-  if (r.library_finalizing.load(std::memory_order_acquire) && (!t_cb_top || t_cb_top == &kUnchecked)) {
+  if (r.library_finalizing.load(std::memory_order_acquire) && (!t_state.ctx.cb_top || t_state.ctx.cb_top == &kUnchecked)) {
     *rc = kPassThrough;
     return false;
   }
@@ -72,10 +71,10 @@ bool enter_slow(const Call& call, int* rc) {
     return false;
   }
   // For good: the thread level and the first thread never change (see kUnchecked).
-  if (t_cb_top == &kUnchecked) {
+  if (t_state.ctx.cb_top == &kUnchecked) {
     // MPI_THREAD_MULTIPLE: a second thread calls; sets are deferred no more (pending.cpp).
     if (g_fast.gate_pending && r.first_thread.load(std::memory_order_relaxed) != &t_token) settle_elsewhere();
-    t_cb_top = nullptr;
+    t_state.ctx.cb_top = nullptr;
   }
   return true;
 }
@@ -97,7 +96,7 @@ QueryCache::Entry* remember_query(ObjectKind kind, Binding as, Handle h, int key
                                   std::uint64_t layout) noexcept {
   if (!g_fast.open.load(std::memory_order_acquire)) return nullptr;
   settle();  // (entries may move)
-  return &t_queries.remember(kind, as, h, key, engine_key, layout);
+  return &t_state.queries.remember(kind, as, h, key, engine_key, layout);
 }
 
 // What a set or delete would be refused for, before it reaches the library (shadow mode):
@@ -110,7 +109,7 @@ Result check_modify(const Call& call, Handle h, int key, int* engine_key, int* p
   const Binding as = call.api->binding;
   const std::uint64_t layout = layout_stamp();
   void* current = nullptr;
-  if (QueryCache::Entry* q = t_queries.find(kind, as, h, key, layout)) {
+  if (QueryCache::Entry* q = t_state.queries.find(kind, as, h, key, layout)) {
     *engine_key = q->engine_key;
     if (set && !q->cursor.object)
       r.engine->find_set_cursor(kind, h, q->engine_key, layout, &q->cursor, &q->user_delete);
@@ -169,7 +168,7 @@ bool single_delete_seen(const Replay& replay, RanDelete* ran, bool* seen) {
 // the delete through the replay.
 bool mirror_plain_delete(ReplayScope& scope, const Call& call, Handle h, int key) {
   settle();
-  QueryCache::Entry* q = t_queries.find(call.api->kind, call.api->binding, h, key, layout_stamp());
+  QueryCache::Entry* q = t_state.queries.find(call.api->kind, call.api->binding, h, key, layout_stamp());
   if (!q || !q->cursor.object) return false;
   RanDelete ran{};
   bool seen = false;
@@ -194,7 +193,7 @@ bool mirror_plain_set(ReplayScope& scope, const QueryCache::Entry& query, QueryC
   if (!single_delete_seen(scope.replay(), &ran, &seen)) return false;
   std::uint64_t version = 0;
   if (!state().engine->set_attr_ran(query.cursor, as, word, origin, seen ? &ran : nullptr, &version)) return false;
-  t_pending.mirrored_at = version;
+  t_state.pending.mirrored_at = version;
   scope.dismiss();
   // A get in the same binding reads back the word as set (a default-INTEGER one is sign-extended:
   // that is left to the full path).
@@ -209,7 +208,7 @@ bool refused_unknown(const Call& call, ObjectKind kind, Handle h, int rc) {
   if (rc == MPI_SUCCESS || !adopted_now(kind, h)) return false;
   state().engine->forget_object(kind, h);
   // A handle the tool saw freed, that the library was trusted with and refused: now certain.
-  if (t_adopted.was_freed) report_status(call, Status::ObjectUnknown, kind, h, 0, 0);
+  if (t_state.ctx.adopted.was_freed) report_status(call, Status::ObjectUnknown, kind, h, 0, 0);
   return true;
 }
 bool refused_unknown(const Call& call, ObjectKind kind, Handle h, int rc, ReplayScope& replay) {
@@ -435,7 +434,7 @@ int on_set_attr(const Call& call, Handle h, int key, std::uint64_t word, const F
   const Origin origin = origin_site(call);
   if (r.mode == Mode::Emulate) return emulate_set(call, h, key, word, origin);
   int engine_key = 0;
-  t_adopted.set = false;
+  t_state.ctx.adopted.set = false;
   const Result res = check_modify(call, h, key, &engine_key, nullptr, true);
   if (!res.ok()) return refuse(call, res, kind, h, key, engine_key);
   ReplayScope replay(call, false);
@@ -460,7 +459,7 @@ namespace {
   if (word ? e.set_attr_after_delete(cursor, Binding::C, *word, origin, ran) : e.delete_attr_ran(cursor, &ran))
     return MPI_SUCCESS;
   ReplayScope replay(call, true);
-  replay.replay().seen.push_back(Observation{false, kind, h, key, old, MPI_SUCCESS, 0, 0, false, 0});
+  replay.replay().seen.push_back(Observation{false, kind, h, key, MPI_SUCCESS, old, 0, 0, false, 0});
   const Result res = word ? e.set_attr(kind, h, key, Binding::C, *word, origin) : e.delete_attr(kind, h, key);
   replay.finish();
   return res.ok() ? MPI_SUCCESS : refuse(call, res, kind, h, key, key);
@@ -575,7 +574,7 @@ int mirror_library_set(const Call& call, Handle h, int key, std::uint64_t word, 
   const ObjectKind kind = call.api->kind;
   const Binding as = call.api->binding;
   // The query's entry, if callbacks left it (it went to the library valid: the layout decides).
-  QueryCache::Entry* slot = t_queries.find(kind, as, h, key, layout_stamp());
+  QueryCache::Entry* slot = t_state.queries.find(kind, as, h, key, layout_stamp());
   if (slot && slot->cursor.object) {
     const QueryCache::Entry query = *slot;  // (mirror_plain_set may move entries as it settles)
     if (rc == MPI_SUCCESS && mirror_plain_set(replay, query, slot, as, word, origin)) return rc;
@@ -592,7 +591,7 @@ bool refresh_answer(QueryCache::Entry& q, std::uint64_t version) noexcept {
   }
   // The engine lacks the value q must read; or (MPI_THREAD_MULTIPLE) another thread applied them
   // and q's marks are to be cleared first (pending.cpp).
-  if (t_pending.count && (t_pending.applied.load(std::memory_order_relaxed) || t_queries.other_pending(q))) {
+  if (t_state.pending.count && (t_state.pending.applied.load(std::memory_order_relaxed) || t_state.queries.other_pending(q))) {
     apply_pending();
     version = g_fast.version->load(std::memory_order_acquire);
     if (QueryCache::has_answer(q, version)) return true;
@@ -650,7 +649,7 @@ int on_get_attr(const Call& call, Handle h, int key, void* value_out, int* flag,
   std::uint64_t model = 0;  // the value as the caller reads it (the first value_size bytes)
   int model_flag = 0;
   bool truncated = false;
-  t_adopted.set = false;
+  t_state.ctx.adopted.set = false;
   const Result res = with_object(call, kind, h, [&] {
     return r.engine->get_attr(kind, h, engine_key, as, &model, &model_flag, &truncated);
   });
@@ -688,7 +687,7 @@ int mirror_library_delete(const Call& call, Handle h, int key, int engine_key, i
 int emulate_delete(const Call& call, Handle h, int key, int engine_key) {
   Engine& e = *state().engine;
   const ObjectKind kind = call.api->kind;
-  if (QueryCache::Entry* q = t_queries.find(kind, call.api->binding, h, key, layout_stamp()); q && q->cursor.object) {
+  if (QueryCache::Entry* q = t_state.queries.find(kind, call.api->binding, h, key, layout_stamp()); q && q->cursor.object) {
     const std::uint64_t object = q->object, query = q->query;
     AtOutcome out;
     if (e.delete_attr_at(q->cursor, &out)) {
@@ -720,7 +719,7 @@ bool delete_emulated(const Call& call, QueryCache::Entry& entry, Handle h, int k
     // The delete of a deferred set that made the attribute: the pair cancels out in the cache
     // (the engine never had the attribute), after the cache ran the keyval's user delete function.
     const std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
-    if (t_pending.sets[pending - 1].inserted && QueryCache::has_answer(entry, version)) {
+    if (t_state.pending.sets[pending - 1].inserted && QueryCache::has_answer(entry, version)) {
       if (!entry.user_delete) {
         if (g_fast.share_pending ? cancel_pending<true>(entry, pending) : cancel_pending<false>(entry, pending)) {
           *rc = MPI_SUCCESS;
@@ -746,10 +745,10 @@ namespace {
   const bool user_delete = q->user_delete;
   AtOutcome out;
   // (Marked as the call in progress only where a callback may run, as in set_emulated.)
-  const Call* const outer = t_call;
-  if (user_delete) t_call = &call;
+  const Call* const outer = t_state.ctx.call;
+  if (user_delete) t_state.ctx.call = &call;
   const bool done = state().engine->delete_attr_at(q->cursor, &out);
-  t_call = outer;
+  t_state.ctx.call = outer;
   if (!done) return false;
   *rc = out.result.ok() ? MPI_SUCCESS : refuse(call, out.result, call.api->kind, h, key, key);
   if (out.result.ok()) emulated_answer(*q, user_delete, object, query, out.version, 0, 0);
@@ -780,7 +779,7 @@ namespace {
   if (in_callback_for(kind, h)) return reentrant(call, kind, h);
   if (unchecked(kind, &h, &key)) return forward();
   int engine_key = 0, present = 0;
-  t_adopted.set = false;
+  t_state.ctx.adopted.set = false;
   Result res = check_modify(call, h, key, &engine_key, &present);
   if (!res.ok()) return refuse(call, res, kind, h, key, engine_key);
   if (!present) {  // not an error by the standard, but not portable

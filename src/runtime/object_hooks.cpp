@@ -165,7 +165,7 @@ int on_dup(const Call& call, Handle old, const FnRef<int(Handle*)>& forward, con
   Engine& e = *r.engine;
   const ObjectKind kind = call.api->kind;
   if (unchecked(kind, &old, nullptr)) return forward(&fresh);
-  t_adopted.set = false;
+  t_state.ctx.adopted.set = false;
   const Result check = check_object(call, kind, old);
   if (!check.ok()) return refuse(call, check, kind, old, 0, 0);
   if (r.mode == Mode::Emulate) {
@@ -313,7 +313,7 @@ int on_free(const Call& call, Handle h, const FnRef<int()>& forward) {
     if (rc != MPI_SUCCESS) add_reference(kind, h);
     return rc;
   }
-  t_adopted.set = false;
+  t_state.ctx.adopted.set = false;
   if (r.mode == Mode::Emulate) {
     const Result res = with_object(call, kind, h, [&] { return e.free_object(kind, h); });
     if (!res.ok()) return refuse(call, res, kind, h, 0, 0);

@@ -12,7 +12,6 @@
 
 namespace attrcheck::rt {
 
-__thread Adopted t_adopted;
 
 void note_limit(const char* what, const char* detail) {
   Runtime& r = state();
@@ -77,7 +76,7 @@ bool adopt(ObjectKind kind, Handle h, bool library_vouches) {
       flags = kObjectPredefined;  // MPI_INT & co: attributes are fine, freeing is not
   }
   const Status s = r.engine->create_object(kind, h, flags).status;
-  if (s == Status::Ok) t_adopted = Adopted{h, kind, true, was_freed};
+  if (s == Status::Ok) t_state.ctx.adopted = Adopted{h, kind, true, was_freed};
   if (s == Status::CapacityExhausted) object_limit();
   return s == Status::Ok || s == Status::ObjectExists;
 }

@@ -75,7 +75,7 @@ void apply(PendingSets& p, bool entries) noexcept {
     const Call call{&deferred, nullptr};
     ReplayScope replay(call, true);
     if (ps.replaced)
-      replay.replay().seen.push_back(Observation{false, q.kind(), q.object, q.engine_key, ps.before, MPI_SUCCESS, 0, 0, false, 0});
+      replay.replay().seen.push_back(Observation{false, q.kind(), q.object, q.engine_key, MPI_SUCCESS, ps.before, 0, 0, false, 0});
     e.set_attr(q.kind(), q.object, q.engine_key, Binding::C, q.word, origin);
   }
   if (entries) {
@@ -101,15 +101,15 @@ void absorb(PendingSets& p) noexcept {
 
 // This thread's own sets (gate held where the thread level needs it).
 void apply_own() noexcept {
-  if (t_pending.applied.load(std::memory_order_relaxed)) absorb(t_pending);
-  else apply(t_pending, true);
+  if (t_state.pending.applied.load(std::memory_order_relaxed)) absorb(t_state.pending);
+  else apply(t_state.pending, true);
 }
 
 // A thread that took pending_owner exits: if its sets are still pending, they move to
 // `handed_over` (the next call applies them), entries included.
 void on_thread_exit(void*) noexcept {
   GateLock lock;
-  PendingSets& p = t_pending;
+  PendingSets& p = t_state.pending;
   if (g_fast.pending_owner.load(std::memory_order_relaxed) != &p || p.count == 0 ||
       p.applied.load(std::memory_order_relaxed))
     return;
@@ -127,7 +127,7 @@ void on_thread_exit(void*) noexcept {
 }  // namespace
 
 void apply_pending() noexcept {
-  if (!g_fast.gate_pending) return apply(t_pending, true);
+  if (!g_fast.gate_pending) return apply(t_state.pending, true);
   GateLock lock;
   apply_own();
 }
@@ -138,7 +138,7 @@ void settle_elsewhere() noexcept {
   // deferred from now on.
   if (g_fast.gate_pending) g_fast.defer_sets.store(false, std::memory_order_relaxed);
   PendingSets* o = g_fast.pending_owner.load(std::memory_order_acquire);
-  if (o == &t_pending) {
+  if (o == &t_state.pending) {
     apply_own();  // (own sets: settle() normally takes them; none left: just releases)
   } else if (o) {
     // At MULTIPLE a live thread's entries are its own to write; handed-over ones are copies.
@@ -151,7 +151,7 @@ bool hook_thread_exit() noexcept {
   static const bool have_key = pthread_key_create(&key, on_thread_exit) == 0;
   // (A key's destructor runs only for a non-null value. The main thread's exit runs none: its
   // storage outlives the exit handlers.)
-  t_exit_hooked = have_key && pthread_setspecific(key, &t_pending) == 0;
+  t_exit_hooked = have_key && pthread_setspecific(key, &t_state.pending) == 0;
   return t_exit_hooked;
 }
 

@@ -32,7 +32,7 @@ class QueryCache {
   // One cache line.
   struct alignas(64) Entry {
     Handle object = 0;
-    std::uint64_t query = 0;    // the keyval, kind and binding (query_tag); 0: empty
+    std::uint64_t query = 0;    // the keyval, kind and binding (query_tag)
     std::uint64_t version = 0;  // the engine version the answer was read at (even); kNoAnswer: none
     std::uint64_t word = 0;     // the answer's value, as the binding reads it (low bytes)
     // cursor.layout: the stamp the query was found valid at. A query also found valid for a set
@@ -59,9 +59,10 @@ class QueryCache {
 
   // The entry for a query, whatever its stamps, or nullptr.
   Entry* lookup(ObjectKind kind, Binding b, Handle h, int key) noexcept {
+    // (No register forced for the set's address any more, as one was while the cache was a
+    // thread-local of its own, which gcc otherwise addressed twice: in the thread-local block gcc
+    // forms it with one lea into the register the entry stays in, one instruction less.)
     Entry* set = set_of(h, key);
-    // (One register for the set's address: GCC otherwise computes the thread-local address twice.)
-    __asm__("" : "+r"(set));
     if (holds(set[0], kind, b, h, key)) return &set[0];
     if (holds(set[1], kind, b, h, key)) return &set[1];
     return nullptr;
@@ -132,13 +133,21 @@ class QueryCache {
   // Whether `x` is the query of `e` in another binding (same object, kind and keyval): such
   // entries share e's set, which hashes the object and keyval only.
   static bool other_binding(const Entry& x, const Entry& e) noexcept {
-    return &x != &e && x.query != 0 && x.object == e.object && ((x.query ^ e.query) & ~(std::uint64_t{3} << 32)) == 0;
+    // (No test that x is filled: an empty entry's object is 0, and e's, a query found valid, is a
+    // live object's handle, which no library makes 0.)
+    return &x != &e && x.object == e.object && ((x.query ^ e.query) & ~(std::uint64_t{3} << 32)) == 0;
   }
-  // The keyval in the low half, the kind and binding in the high one, whose top bit makes the
-  // tag nonzero, so an empty entry matches no query. For a C call on a communicator the high half
-  // is the top bit alone: the wrappers build the tag in two instructions (mov, bts).
+  // The keyval in the low half, the kind and binding in the high one. For a C call on a
+  // communicator the high half is 0: the wrappers build the tag in one instruction (the keyval
+  // zero-extended). An empty entry (all zeros) then holds the query (handle 0, C, communicator,
+  // keyval 0), which no correct call makes (no library's handle is 0), and if one did, the entry
+  // would still answer nothing: its layout stamp 0 is no layout_version() (which starts at 1),
+  // and its version 0 is behind the engine's by the time the cache is read (a thread reads it once
+  // a call has found MPI running, and MPI_Init's registrations of MPI_COMM_WORLD, MPI_COMM_SELF
+  // and the predefined keyvals moved the version). No entry holding an answer, a cursor or a
+  // pending set is that query (each was found valid: a live object's handle, never 0).
   static std::uint64_t query_tag(ObjectKind kind, Binding b, int key) noexcept {
-    const std::uint64_t high = 0x80000000u | (static_cast<std::uint32_t>(kind) << 2) | static_cast<std::uint32_t>(b);
+    const std::uint64_t high = (static_cast<std::uint32_t>(kind) << 2) | static_cast<std::uint32_t>(b);
     return (high << 32) | static_cast<std::uint32_t>(key);
   }
   // The keyval's multiple is added, not mixed in any other way: for one object, consecutive keyvals

@@ -120,7 +120,7 @@ const void* fault_pc(void* context) noexcept {
 void on_fatal_signal(int sig, siginfo_t* info, void* context) {
   Runtime& r = state();
   const bool fault = sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGABRT;
-  if (const CbFrame* cb = t_cb_top; fault && cb && cb != &kUnchecked && cb != &kInFortran) {  // a callback crashed
+  if (const CbFrame* cb = t_state.ctx.cb_top; fault && cb && cb != &kUnchecked && cb != &kInFortran) {  // a callback crashed
     char detail[320];
     Appender a{detail, sizeof detail};
     a.put(cb->copy ? "copy callback " : "delete callback ");
@@ -130,10 +130,11 @@ void on_fatal_signal(int sig, siginfo_t* info, void* context) {
     a.put(" received signal ");
     a.num(sig);
     a.put(" during ");
-    a.put(cb->call ? cb->call : "?");
+    const char* const call = call_name_of(cb->call);
+    a.put(call);
     FindingInput in;
     in.rule = Rule::CallbackCrash;
-    in.call = cb->call ? cb->call : "?";
+    in.call = call;
     in.site = cb->fn;
     in.site_is_entry = true;
     in.has_keyval = true;
@@ -245,6 +246,7 @@ Runtime& create_state() noexcept {
     g_fast.layout = rt->engine->layout_counter();
     g_off = rt->mode == Mode::Off;
     g_shadow = rt->mode == Mode::Shadow;
+    g_fast.pending_owner.set_mode(g_shadow);
     return rt;
   }();
   g_runtime.store(r, std::memory_order_release);

@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -62,14 +63,27 @@ struct Observation {
   ObjectKind kind;
   Handle object;
   int engine_id;
+  int rc;  // (beside engine_id: the quick ways test both in one compare, ran_as_expected)
   std::uint64_t value_in;
-  int rc;
   int flag;
   std::uint64_t value_out;
   bool used;
   MPI_Fint fortran_object;  // a Fortran callback's handle as the library passed it (0 if none:
                             // aggregate initialisation zeroes what it is not given)
 };
+
+static_assert(offsetof(Observation, rc) == offsetof(Observation, engine_id) + sizeof(int), "read as one word");
+
+// Whether a delete callback the library ran (`o`) is the one the model requires of the attribute
+// (h, engine_key) holding `value`: on that object, for that keyval, with that value, successfully.
+// (engine_id and rc in one 64-bit compare with {engine_key, MPI_SUCCESS}: little-endian x86_64 /
+// aarch64, where the first int is the low half.)
+inline bool ran_as_expected(const Observation& o, Handle h, int engine_key, std::uint64_t value) noexcept {
+  static_assert(MPI_SUCCESS == 0, "the high half of the expected word");
+  std::uint64_t id_rc;
+  std::memcpy(&id_rc, &o.engine_id, sizeof id_rc);
+  return !o.copy && id_rc == static_cast<std::uint32_t>(engine_key) && o.object == h && o.value_in == value;
+}
 
 // A list that keeps its first N elements inline: the usual forwarded call sees a callback or
 // two, and a heap allocation per set would cost more than the rest of the bookkeeping.
@@ -82,7 +96,9 @@ class InlineList {
 
  public:
   InlineList() noexcept {}
-  ~InlineList() { delete[] heap_; }
+  ~InlineList() {
+    if (size_ > N) delete[] heap_;
+  }
   InlineList(const InlineList&) = delete;
   InlineList& operator=(const InlineList&) = delete;
   // The new last element (uninitialised).
@@ -108,7 +124,7 @@ class InlineList {
       const std::size_t capacity = size_ == N ? kFirstSpill : size_ * 2;
       T* bigger = new T[capacity];
       std::memcpy(static_cast<void*>(bigger), size_ == N ? inline_ : heap_, size_ * sizeof(T));
-      delete[] heap_;
+      if (size_ > N) delete[] heap_;
       heap_ = bigger;
       capacity_ = capacity;
     }
@@ -116,8 +132,10 @@ class InlineList {
   }
 
   std::size_t size_ = 0;
-  std::size_t capacity_ = 0;
-  T* heap_ = nullptr;
+  // heap_ and capacity_ are set by the first spill and read only past N (every forwarded call
+  // builds a list: two stores fewer).
+  std::size_t capacity_;
+  T* heap_;
   T inline_[N];
 };
 
@@ -140,15 +158,17 @@ struct RunLog {
 
 // Collects the callbacks the library runs during one forwarded call, then answers the engine's
 // mirror of that call from them (shadow mode): the engine never runs user code twice.
+// (Every forwarded call builds one: the fields it initialises are together, the two flags in one
+// store, and ordered_object is left alone until has_ordered_object says it is there.)
 struct Replay {
   const Call* call = nullptr;
-  bool lenient = false;        // missing / extra callbacks are expected (no divergence)
-  Handle ordered_object = 0;   // delete callbacks on this object must come in the engine's order
-  bool has_ordered_object = false;
-  InlineList<Observation, 8> seen;
-  std::size_t used_below = 0;  // seen[0 .. used_below) are all used (callbacks.cpp)
-  RunLog* log = nullptr;       // runs for one object logged apart from `seen` (dup / free)
   Replay* outer = nullptr;
+  RunLog* log = nullptr;       // runs for one object logged apart from `seen` (dup / free)
+  std::size_t used_below = 0;  // seen[0 .. used_below) are all used (callbacks.cpp)
+  bool lenient = false;        // missing / extra callbacks are expected (no divergence)
+  bool has_ordered_object = false;
+  Handle ordered_object;       // delete callbacks on this object must come in the engine's order
+  InlineList<Observation, 8> seen;
 };
 
 struct Runtime {
@@ -252,17 +272,9 @@ inline bool is_predefined_key(int key) noexcept {
 // tool and no call returned it since, unless `library_vouches` (the handle came through the
 // library's Fortran handle table) or a callback is running for it.
 bool adopt(ObjectKind kind, Handle h, bool library_vouches = false);
-// The object adopt() last registered on this thread: a hook that adopted its object does not
-// know it was live, so the library's refusal of it is no divergence. Hooks clear it first.
-struct Adopted {
-  Handle h;
-  ObjectKind kind;
-  bool set;
-  bool was_freed;  // the tool had seen it freed (the library vouched for it, see adopt)
-};
-extern __thread Adopted t_adopted;
+// The object adopt() last registered on this thread: t_state.ctx.adopted (fast_path.hpp).
 inline bool adopted_now(ObjectKind kind, Handle h) noexcept {
-  return t_adopted.set && t_adopted.h == h && t_adopted.kind == kind;
+  return t_state.ctx.adopted.set && t_state.ctx.adopted.h == h && t_state.ctx.adopted.kind == kind;
 }
 // Past the engine's capacity (objects.cpp): reports tool.limit once per `what`, and from then on
 // unchecked() says which calls go to the library unchecked (a key created past the keyval limit,
@@ -290,28 +302,28 @@ MPI_Fint fortran_handle(ObjectKind kind, Handle h) noexcept;
 // Callback plumbing (callbacks.cpp).
 CallbackInvoker* new_invoker();  // the engine's: runs user callbacks, or replays the library's runs
 const char* current_call_name() noexcept;  // the intercepted call on this thread, for findings
+// A call's name for findings (CbFrame::call): nullptr is the library's own (MPI_Finalize's, or "MPI").
+const char* call_name_of(const Call* call) noexcept;
 void* trampoline_copy(ObjectKind kind, Binding lang = Binding::C) noexcept;
 void* trampoline_delete(ObjectKind kind, Binding lang = Binding::C) noexcept;
-// Callbacks running on this thread: the frames from t_cb_top (fast_path.hpp).
+// Callbacks running on this thread: the frames from t_state.ctx.cb_top (fast_path.hpp).
 bool in_callback_for_slow(ObjectKind kind, Handle h) noexcept;
 bool in_teardown_callback_slow() noexcept;
 inline bool in_callback_for(ObjectKind kind, Handle h) noexcept {  // on this thread
-  return t_cb_top && in_callback_for_slow(kind, h);
+  return t_state.ctx.cb_top && in_callback_for_slow(kind, h);
 }
 inline bool in_teardown_callback() noexcept {  // a callback of MPI_Finalize's teardown
-  return t_cb_top && in_teardown_callback_slow();
+  return t_state.ctx.cb_top && in_teardown_callback_slow();
 }
 
-// The innermost intercepted call on this thread, and the innermost replay collecting the
-// callbacks the library runs (shadow mode).
-extern __thread const Call* t_call;
-extern __thread Replay* t_replay;
+// The innermost intercepted call on this thread (t_state.ctx.call), and the innermost replay collecting
+// the callbacks the library runs (t_state.ctx.replay, shadow mode): fast_path.hpp.
 
 // Marks the intercepted call in progress on this thread (callbacks name it in findings).
 class CallScope {
  public:
-  explicit CallScope(const Call& call) noexcept : outer_(t_call) { t_call = &call; }
-  ~CallScope() { t_call = outer_; }
+  explicit CallScope(const Call& call) noexcept : outer_(t_state.ctx.call) { t_state.ctx.call = &call; }
+  ~CallScope() { t_state.ctx.call = outer_; }
   CallScope(const CallScope&) = delete;
   CallScope& operator=(const CallScope&) = delete;
 
@@ -324,10 +336,10 @@ class ReplayScope {
   ReplayScope(const Call& call, bool lenient) noexcept {
     replay_.call = &call;
     replay_.lenient = lenient;
-    replay_.outer = t_replay;
-    t_replay = &replay_;
+    replay_.outer = t_state.ctx.replay;
+    t_state.ctx.replay = &replay_;
   }
-  ~ReplayScope() { t_replay = replay_.outer; }
+  ~ReplayScope() { t_state.ctx.replay = replay_.outer; }
   ReplayScope(const ReplayScope&) = delete;
   ReplayScope& operator=(const ReplayScope&) = delete;
   Replay& replay() noexcept { return replay_; }
@@ -337,7 +349,7 @@ class ReplayScope {
   // Moves the runs logged apart (Replay::log) into `seen`, for the replay one by one.
   void unlog();
   // Stops collecting, with nothing to report: the engine has accounted for every callback seen.
-  void dismiss() noexcept { t_replay = replay_.outer; }
+  void dismiss() noexcept { t_state.ctx.replay = replay_.outer; }
 
  private:
   Replay replay_;

@@ -14,13 +14,13 @@ namespace attrcheck::rt {
 // rc: what the library returned. Also the end of the full hook's set (hooks.cpp).
 int mirror_library_set(const Call& call, Handle h, int key, std::uint64_t word, int rc, ReplayScope& replay);
 
-// defer_set's record of the set in t_pending (kShared: as for claim_pending). False: not deferred.
+// defer_set's record of the set in t_state.pending (kShared: as for claim_pending). False: not deferred.
 template <bool kShared>
 [[gnu::always_inline]] inline bool record_pending(QueryCache::Entry& q, std::uint64_t word, const void* site,
                                                   bool replaces) noexcept {
   OwnerGate<kShared> gate;
   if (!gate.open()) return false;
-  PendingSets& p = t_pending;
+  PendingSets& p = t_state.pending;
   if (const std::uint8_t pending = q.pending) {
     PendingSet& ps = p.sets[pending - 1];
     ps.stamp = ++p.clock;
@@ -52,9 +52,7 @@ template <bool kShared>
   const bool replaces = q.flag && q.user_delete;
   if (replaces) {
     if (n != 1) return false;
-    const Observation& o = *replay.seen.begin();
-    if (o.copy || o.rc != MPI_SUCCESS || o.object != h || o.engine_id != q.engine_key || o.value_in != q.word)
-      return false;
+    if (!ran_as_expected(*replay.seen.begin(), h, q.engine_key, q.word)) return false;
   } else if (n != 0) {
     return false;
   }
@@ -114,8 +112,8 @@ inline int set_emulated(const Call& call, QueryCache::Entry& q, Handle h, int ke
 
 // The C set wrappers' first test (gen_wrappers.py): whether a set may be deferred (shadow or
 // emulate mode, while sets are; defer_sets is never set with mode=off). If so the wrapper's
-// `_deferred` part tries checked_set + set_deferred, else its out-of-line part decides. No test of the mode beyond
-// defer_sets: t_cb_top == nullptr also says that attrcheck is on (fresh_query).
+// `_deferred` part tries set_entry + set_deferred, else its out-of-line part decides. No test of the mode beyond
+// defer_sets: t_state.ctx.cb_top == nullptr also says that attrcheck is on (fresh_query).
 inline bool deferring_sets() noexcept { return g_fast.defer_sets.load(std::memory_order_relaxed); }
 
 // A shadow set of checked_set's entry `q` once the call is in scope: the library's set, then,
@@ -138,17 +136,27 @@ template <typename Forward>
 // nothing done, if the answer is not (then the wrapper's out-of-line path decides, which also
 // refreshes it: set_cached); true: the call was made, and *rc is what it returns. Emulate mode:
 // set_emulated, its deferral inline.
+// `q`: set_entry's, whose layout stamp is not checked yet: in shadow mode a current answer vouches
+// for it (every layout change is a version change), emulate mode checks it here.
 template <typename Forward>
 [[gnu::always_inline]] inline bool set_deferred(const Api& api, const void* caller, QueryCache::Entry& q, Handle h,
                                                 int key, std::uint64_t word, Forward forward, int* rc) {
   if (!g_shadow) {
+    if (q.layout() != layout_stamp()) return false;
     // set_emulated's body, written out: calling it (it takes the library call as a FnRef, built
     // before the deferral test) cost Open MPI's emulate set [pre] 102 -> 132 instructions, and
     // 106 with set_emulated always_inline, where MPICH's emulate set + delete [user] also went
     // 375 -> 383 (callgrind, session 10).
+    // (The FnRef takes a copy's address: taking `forward`'s made gcc keep the library call's
+    // arguments in memory on the shadow path too, three stores before the mode test and three
+    // loads before the library's call.)
     const Call call{&api, caller};
-    *rc = __builtin_expect(defer_emulated_set(call, q, word), 1) ? MPI_SUCCESS
-                                                                 : set_emulated_undeferred(call, q, h, key, word, forward);
+    if (__builtin_expect(defer_emulated_set(call, q, word), 1)) {
+      *rc = MPI_SUCCESS;
+    } else {
+      Forward copy = forward;
+      *rc = set_emulated_undeferred(call, q, h, key, word, copy);
+    }
     return true;
   }
   const std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
@@ -168,15 +176,18 @@ template <typename Forward>
 // one entry in the cache), and one that holds a pending set has its cursor; the one test of
 // checked_set's left out, the layout stamp, is delete_cancels_set's first (a current answer:
 // every layout change is a version change).
-inline QueryCache::Entry* checked_delete(const Api& api, Handle h, int key) noexcept {
-  if (g_shadow) {
-    const int n = t_pending.count;
-    if (__builtin_expect(n == 0, 1)) return nullptr;
-    QueryCache::Entry* const last = t_pending.sets[n - 1].entry;
-    if (__builtin_expect(!api.replacement && !t_cb_top && QueryCache::holds(*last, api.kind, api.binding, h, key), 1))
-      return last;
-  }
+// shadow_delete_entry: checked_delete's shadow half (the C delete wrappers test the mode once,
+// themselves, where the wrapper's test and checked_delete's were two).
+inline QueryCache::Entry* shadow_delete_entry(const Api& api, Handle h, int key) noexcept {
+  const int n = t_state.pending.count;
+  if (__builtin_expect(n == 0, 1)) return nullptr;
+  QueryCache::Entry* const last = t_state.pending.sets[n - 1].entry;
+  if (__builtin_expect(!api.replacement && !t_state.ctx.cb_top && QueryCache::holds(*last, api.kind, api.binding, h, key), 1))
+    return last;
   return checked_set(api, h, key);
+}
+inline QueryCache::Entry* checked_delete(const Api& api, Handle h, int key) noexcept {
+  return g_shadow ? shadow_delete_entry(api, h, key) : checked_set(api, h, key);
 }
 
 // The quick ways of a delete of checked_delete's entry `q` for (h, key): shadow mode, the delete
@@ -192,7 +203,7 @@ template <bool kShared>
 [[gnu::always_inline]] inline bool cancel_pending(QueryCache::Entry& q, std::uint8_t pending) noexcept {
   OwnerGate<kShared> gate;
   if (!gate.open()) return false;
-  PendingSets& p = t_pending;
+  PendingSets& p = t_state.pending;
   const int i = pending - 1;
   if (i != p.count - 1) {
     p.sets[i] = p.sets[p.count - 1];
@@ -229,12 +240,12 @@ template <typename Forward>
   if (!g_fast.open.load(std::memory_order_acquire)) return false;
   const std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
   const std::uint8_t pending = q.pending;
-  if (!pending || !QueryCache::has_answer(q, version) || !t_pending.sets[pending - 1].inserted) return false;
+  if (!pending || !QueryCache::has_answer(q, version) || !t_state.pending.sets[pending - 1].inserted) return false;
   CallScope scope(call);
   const int engine_key = q.engine_key;
   const std::uint64_t word = q.word;
   const bool user_delete = q.user_delete;
-  t_adopted.set = false;
+  t_state.ctx.adopted.set = false;
   ReplayScope replay(call, false);
   *rc = forward();
   // Nothing moved while the library ran (its callback may call MPI, which applies the set).
@@ -243,9 +254,7 @@ template <typename Forward>
   if (__builtin_expect(plain, 1)) {
     const Replay& seen = replay.replay();
     if (user_delete) {
-      const Observation* o = seen.seen.size() == 1 ? &*seen.seen.begin() : nullptr;
-      plain = o && !o->copy && o->rc == MPI_SUCCESS && o->object == h && o->engine_id == engine_key &&
-              o->value_in == word;
+      plain = seen.seen.size() == 1 && ran_as_expected(*seen.seen.begin(), h, engine_key, word);
     } else {
       plain = seen.seen.size() == 0;
     }
@@ -269,7 +278,7 @@ inline int set_cached(const Call& call, QueryCache::Entry& q, Handle h, int key,
   std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
   bool known = false;
   if (call.api->binding == Binding::C && g_fast.defer_sets.load(std::memory_order_relaxed)) {
-    if (!QueryCache::has_answer(q, version) && version == t_pending.mirrored_at && refresh_answer(q, version))
+    if (!QueryCache::has_answer(q, version) && version == t_state.pending.mirrored_at && refresh_answer(q, version))
       version = g_fast.version->load(std::memory_order_acquire);  // (refresh_answer may settle)
     known = QueryCache::has_answer(q, version);
   }

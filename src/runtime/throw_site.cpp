@@ -26,18 +26,16 @@ CxaThrow real_cxa_throw() noexcept {
 
 }  // namespace
 
-__thread int t_throw_depth = 0;
-
 const void* const* throw_site_frames(int* depth) noexcept {
-  *depth = t_throw_depth;
-  return t_throw_depth > 0 ? t_throw_frames : nullptr;
+  *depth = t_state.ctx.throw_depth;
+  return t_state.ctx.throw_depth > 0 ? t_throw_frames : nullptr;
 }
 
 // Record the throw: only while one of the program's callbacks runs under attrcheck on this thread.
 __attribute__((noinline)) void record_throw() noexcept {
-  if (!t_cb_top) return;
+  if (!t_state.ctx.cb_top) return;
   const int want = state().findings.stack_depth();
-  t_throw_depth = want > 0 ? capture_stack(t_throw_frames, want < kMaxStackDepth ? want : kMaxStackDepth, 2) : 0;
+  t_state.ctx.throw_depth = want > 0 ? capture_stack(t_throw_frames, want < kMaxStackDepth ? want : kMaxStackDepth, 2) : 0;
 }
 
 void describe_current_exception(char* buf, std::size_t size) noexcept {
