@@ -103,6 +103,10 @@ class ChunkedArray {
     T* chunk = dir_[i >> kChunkBits].load(std::memory_order_acquire);
     return chunk ? &chunk[i & (kChunk - 1)] : nullptr;
   }
+  // An element known to exist (its chunk allocated, `i` in range): no checks.
+  T* at(std::uint32_t i) const noexcept {
+    return &dir_[i >> kChunkBits].load(std::memory_order_acquire)[i & (kChunk - 1)];
+  }
   // Writer side (lock held): allocates the chunk holding `i` if needed.
   T* get(std::uint32_t i) {
     std::atomic<T*>& slot = dir_[i >> kChunkBits];

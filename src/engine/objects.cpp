@@ -77,7 +77,7 @@ Result Engine::Impl::dup_object(ObjectKind kind, Handle old_h, Handle new_h, Ori
       const PredefinedKeyval* p = find_predefined(key);
       if (!p || !p->copy_on_dup) continue;
     } else {
-      k = slot_of(key);
+      k = held_keyval(key);
       const CopyAction action = k->spec.copy.action;
       if (action == CopyAction::NullCopy) continue;
       if (action == CopyAction::User) {
@@ -255,7 +255,7 @@ Result Engine::Impl::free_object(ObjectKind kind, Handle h) {
   while (r->next != 0) {
     AttrRec* const rec = &t->recs[r->order[--r->next]];
     const KeyvalId key = rec->key.load(std::memory_order_relaxed);
-    KeyvalSlot* const k = predefined_rec(*rec) ? nullptr : slot_of(key);
+    KeyvalSlot* const k = predefined_rec(*rec) ? nullptr : held_keyval(key);
     if (k && k->spec.del.action == DeleteAction::User) {
       const KeyvalSpec& spec = k->spec;
       const Binding repr = repr_of(*rec);
