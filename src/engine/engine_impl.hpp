@@ -175,6 +175,7 @@ struct Engine::Impl : AttrStore {
     o->created_at = origin;
     o->next_order = 1;
     o->set_order_ok = false;
+    o->copy_plan_ok = false;
 
     HandleMap* m = map_.load(std::memory_order_relaxed);
     WriteSection ws(seq_, &layout_);
@@ -404,15 +405,7 @@ struct Engine::Impl : AttrStore {
   VectorPool<std::uint64_t> scratch_pool_;
   VectorPool<KeyvalId> key_pool_;
 
-  // A dup's plan for one attribute it copies, in set order (objects.cpp).
-  struct CopyStep {
-    KeyvalSlot* keyval;  // nullptr: a predefined attribute
-    std::uint64_t word;  // the value as set
-    KeyvalId key;
-    std::uint32_t slot;  // its record's index in the old object's table
-    Binding repr;
-    bool call;           // its user copy callback decides: the run's next call
-  };
+  // A dup's plan (CopyStep: engine_storage.hpp) and calls, when the object does not keep them.
   VectorPool<CopyStep> step_pool_;
   VectorPool<CopyCall> call_pool_;
   VectorPool<CopyOutcome> outcome_pool_;
@@ -429,6 +422,7 @@ struct Engine::Impl : AttrStore {
   // [user], callgrind.)
   const std::vector<std::uint32_t>& set_order_of(ObjectSlot* o) {
     if (!o->set_order_ok) {
+      o->copy_plan_ok = false;  // (made from the list)
       std::vector<std::uint64_t> scratch = scratch_pool_.take();
       records_in_set_order(o->table.load(std::memory_order_relaxed), &scratch, &o->set_order);
       scratch_pool_.give(std::move(scratch));

@@ -215,6 +215,16 @@ struct AttrTable {
   std::unique_ptr<AttrRec[]> recs;
 };
 
+// A dup's plan for one attribute it copies, in set order (Engine::Impl::dup_object).
+struct CopyStep {
+  KeyvalSlot* keyval;  // nullptr: a predefined attribute
+  std::uint64_t word;  // the value as set
+  KeyvalId key;
+  std::uint32_t slot;  // its record's index in the old object's table
+  Binding repr;
+  bool call;           // its user copy callback decides: the run's next call
+};
+
 struct ObjectSlot {
   std::atomic<AttrTable*> table{nullptr};  // read by get_attr
   // Lock only:
@@ -231,6 +241,15 @@ struct ObjectSlot {
   // records change (store_value and erase_attr drop it; register_object starts without it).
   std::vector<std::uint32_t> set_order;
   bool set_order_ok = false;
+  // A dup's plan of it, made from set_order (Engine::Impl::dup_object): what becomes of each
+  // attribute, and its copy callbacks' calls, kept with the list while copy_plan_ok (set_order_of
+  // drops it whenever it makes the list again, register_object starts without it). Its attributes'
+  // keyvals, values and representations are what its records hold, and they do not change while
+  // the list stays valid; a keyval's callbacks and extra state do not change while an attribute
+  // holds it, nor does whether a predefined keyval's attributes are copied.
+  std::vector<CopyStep> copy_steps;
+  std::vector<CopyCall> copy_calls;
+  bool copy_plan_ok = false;
 };
 
 // Handle -> object slot, open addressing with linear probing and backward-shift deletion.
