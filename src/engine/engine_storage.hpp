@@ -250,6 +250,7 @@ struct ObjectSlot {
   std::vector<CopyStep> copy_steps;
   std::vector<CopyCall> copy_calls;
   bool copy_plan_ok = false;
+  bool copy_plan_plain = false;  // every attribute a C value the dup copies
 };
 
 // Handle -> object slot, open addressing with linear probing and backward-shift deletion.
