@@ -22,6 +22,7 @@ constexpr Handle kA = 0x1000, kB = 0x2000, kC = 0x3000;
 struct Log {
   std::vector<std::uint64_t> copied_in;  // the values the copy callbacks were given, in order
   std::vector<KeyvalId> deleted;         // the keys of the delete callbacks run, in order
+  std::vector<std::uint64_t> deleted_values;  // and the values they were given
   bool bump = false;                     // the copy callback gives back its value + 1
 };
 
@@ -33,8 +34,9 @@ int identity_copy(Handle, int, void* extra, void* in, void* out, int* flag) {
   *flag = 1;
   return 0;
 }
-int logging_delete(Handle, int key, void*, void* extra) {
+int logging_delete(Handle, int key, void* value, void* extra) {
   static_cast<Log*>(extra)->deleted.push_back(key);
+  static_cast<Log*>(extra)->deleted_values.push_back(reinterpret_cast<std::uintptr_t>(value));
   return 0;
 }
 
@@ -165,6 +167,47 @@ TEST(EngineDupPlan, QuickCopyKeepsOrderProvenanceAndCounts) {
   log.deleted.clear();
   ASSERT_TRUE(e.free_object(kComm, kC).ok());
   EXPECT_EQ(log.deleted, std::vector<KeyvalId>(order.rbegin(), order.rend()));
+  for (const KeyvalId k : keys) EXPECT_EQ(attributes_of(e, k), 0u);
+}
+
+// A copy made as the records are takes the old object's free plan (each delete callback's call):
+// its free runs them newest first with the values it holds. A change to the copy before its free
+// (a value set again, an attribute deleted) is what its free sees; so is a change to the old
+// object for the next copy's. A plan kept past a change would pass the old value, or run the
+// callback of an attribute already deleted.
+TEST(EngineDupPlan, QuickCopyFreesWithThePlanUntilItChanges) {
+  Log log;
+  Engine e;
+  ASSERT_TRUE(e.create_object(kComm, kA).ok());
+  std::vector<KeyvalId> keys;
+  for (int i = 0; i < 5; ++i) {
+    keys.push_back(make_key(e, &log));
+    ASSERT_TRUE(e.set_attr(kComm, kA, keys.back(), Binding::C, 20 + i).ok());
+  }
+  auto free_and_check = [&](Handle h, const std::vector<KeyvalId>& want, const std::vector<std::uint64_t>& values) {
+    log.deleted.clear();
+    log.deleted_values.clear();
+    ASSERT_TRUE(e.free_object(kComm, h).ok());
+    EXPECT_EQ(log.deleted, want);
+    EXPECT_EQ(log.deleted_values, values);
+  };
+  ASSERT_TRUE(e.dup_object(kComm, kA, kB).ok());
+  free_and_check(kB, {keys[4], keys[3], keys[2], keys[1], keys[0]}, {24, 23, 22, 21, 20});
+  ASSERT_TRUE(e.dup_object(kComm, kA, kB).ok());  // (the plan kept)
+  free_and_check(kB, {keys[4], keys[3], keys[2], keys[1], keys[0]}, {24, 23, 22, 21, 20});
+
+  ASSERT_TRUE(e.dup_object(kComm, kA, kB).ok());
+  log.deleted.clear();
+  ASSERT_TRUE(e.set_attr(kComm, kB, keys[2], Binding::C, 92).ok());  // (runs the old value's callback)
+  ASSERT_TRUE(e.delete_attr(kComm, kB, keys[0]).ok());
+  free_and_check(kB, {keys[2], keys[4], keys[3], keys[1]}, {92, 24, 23, 21});
+
+  ASSERT_TRUE(e.set_attr(kComm, kA, keys[1], Binding::C, 81).ok());
+  ASSERT_TRUE(e.dup_object(kComm, kA, kB).ok());
+  free_and_check(kB, {keys[1], keys[4], keys[3], keys[2], keys[0]}, {81, 24, 23, 22, 20});
+  ASSERT_TRUE(e.dup_object(kComm, kA, kC).ok());
+  free_and_check(kC, {keys[1], keys[4], keys[3], keys[2], keys[0]}, {81, 24, 23, 22, 20});
+  free_and_check(kA, {keys[1], keys[4], keys[3], keys[2], keys[0]}, {81, 24, 23, 22, 20});
   for (const KeyvalId k : keys) EXPECT_EQ(attributes_of(e, k), 0u);
 }
 

@@ -176,6 +176,7 @@ struct Engine::Impl : AttrStore {
     o->next_order = 1;
     o->set_order_ok = false;
     o->copy_plan_ok = false;
+    o->del_plan_ok = false;
 
     HandleMap* m = map_.load(std::memory_order_relaxed);
     WriteSection ws(seq_, &layout_);
@@ -423,6 +424,7 @@ struct Engine::Impl : AttrStore {
   const std::vector<std::uint32_t>& set_order_of(ObjectSlot* o) {
     if (!o->set_order_ok) {
       o->copy_plan_ok = false;  // (made from the list)
+      o->del_plan_ok = false;
       std::vector<std::uint64_t> scratch = scratch_pool_.take();
       records_in_set_order(o->table.load(std::memory_order_relaxed), &scratch, &o->set_order);
       scratch_pool_.give(std::move(scratch));
@@ -607,6 +609,7 @@ struct Engine::Impl : AttrStore {
     ObjectSlot* o;
     AttrTable* t;
     const std::uint32_t* order;  // the indices into t->recs of its attributes, oldest first
+    const DeleteStep* plan;      // or its plan (the same attributes in the same order), if it keeps one
     std::size_t next;            // how many of them are still to look at (from the end)
     AttrRec* rec;                // the record of the callback running
     KeyvalSlot* k;               // and its keyval
@@ -630,6 +633,8 @@ struct Engine::Impl : AttrStore {
     mark_dead(o, t, rec);
   }
   bool free_next(FreeRun* r);  // (inline: objects.cpp)
+  // The object's free plan from its list (lock held; the list valid): ObjectSlot::del_plan.
+  void make_delete_plan(ObjectSlot* o);
   static bool free_step(void* ctx, int rc, bool threw);
 
   // Engine::dup_object_ran, Engine::free_object_ran (objects_ran.cpp).

@@ -225,6 +225,20 @@ struct CopyStep {
   bool call;           // its user copy callback decides: the run's next call
 };
 
+// A free's plan for one attribute, in set order (Engine::Impl::delete_each): its record, its
+// keyval and, for a user delete function, the call.
+struct DeleteStep {
+  KeyvalSlot* keyval;         // nullptr: a predefined attribute
+  void* fn;
+  std::uint64_t extra_state;
+  std::uint64_t value;        // in the callback's language
+  KeyvalId key;
+  std::uint32_t slot;         // its record's index in the object's table
+  Binding lang;
+  Binding repr;
+  bool user;                  // a user delete function to call
+};
+
 struct ObjectSlot {
   std::atomic<AttrTable*> table{nullptr};  // read by get_attr
   // Lock only:
@@ -250,7 +264,11 @@ struct ObjectSlot {
   std::vector<CopyStep> copy_steps;
   std::vector<CopyCall> copy_calls;
   bool copy_plan_ok = false;
-  bool copy_plan_plain = false;  // every attribute a C value the dup copies
+  bool copy_plan_plain = false;  // every attribute a C value the dup copies (by a C callback if any)
+  // Its free's plan, kept with the list while del_plan_ok (dropped as the dup's): made for an
+  // object whose dup copies its records as they are, and handed to each such copy with its list.
+  std::vector<DeleteStep> del_plan;
+  bool del_plan_ok = false;
 };
 
 // Handle -> object slot, open addressing with linear probing and backward-shift deletion.

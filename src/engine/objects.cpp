@@ -73,7 +73,7 @@ Result Engine::Impl::dup_object(ObjectKind kind, Handle old_h, Handle new_h, Ori
   std::vector<CopyCall> calls;
   std::vector<CopyStep>& step_list = keep_plan ? old->copy_steps : steps;
   std::vector<CopyCall>& call_list = keep_plan ? old->copy_calls : calls;
-  // Whether every attribute is a C value that the dup copies (as it is, or by its callback): then
+  // Whether every attribute is a C value that the dup copies (as it is, or by its C callback): then
   // a copy that every callback made as it was given is the old record again (below).
   bool plain_plan = keep_plan && old->copy_plan_plain;
   if (!keep_plan || !old->copy_plan_ok) {
@@ -112,7 +112,7 @@ Result Engine::Impl::dup_object(ObjectKind kind, Handle old_h, Handle new_h, Ori
         }
       }
       step[n_steps++] = CopyStep{k, word, key, slot, repr, call};
-      all_c = all_c && repr == Binding::C;
+      all_c = all_c && repr == Binding::C && (!call || k->spec.lang == Binding::C);
     }
     // (Resized down: no element is written, no storage freed.)
     step_list.resize(n_steps);
@@ -148,10 +148,9 @@ Result Engine::Impl::dup_object(ObjectKind kind, Handle old_h, Handle new_h, Ori
   // MPICH emulate dup + free [user], 64 attributes, 25.9k -> xx.xk, callgrind.)
   if (plain_plan && ran == n_calls && n_steps) {
     std::size_t c = 0;
-    for (; c < n_calls; ++c) {
+    for (; c < n_calls; ++c) {  // (C callbacks only: the plan says so)
       const CopyOutcome& r = outcomes[c];
-      const CopyCall& call = call_at[c];
-      if (r.threw || r.rc != 0 || r.flag == 0 || r.value != call.value_in || call.lang != Binding::C) break;
+      if ((r.rc | static_cast<int>(r.threw) | static_cast<int>(r.flag == 0)) != 0 || r.value != call_at[c].value_in) break;
     }
     if (c == n_calls) {
       AttrTable* ct = take_table(32 - t->shift);
@@ -171,6 +170,14 @@ Result Engine::Impl::dup_object(ObjectKind kind, Handle old_h, Handle new_h, Ori
       ct->count = static_cast<std::uint32_t>(n_steps);
       fresh->set_order.assign(order.begin(), order.end());
       fresh->next_order = old->next_order;
+      // Its free's plan is the old object's (the same records in the same slots, keyvals and
+      // values), made once for the old one. (Not from a callback of a dup or free of the old
+      // object, which may be walking its plan: the copy then walks its own list.)
+      if (keep_plan) {
+        if (!old->del_plan_ok) make_delete_plan(old);
+        fresh->del_plan.assign(old->del_plan.begin(), old->del_plan.end());
+        fresh->del_plan_ok = true;
+      }
       outcome_pool_.give(std::move(outcomes));
       if (!keep_plan) {
         step_pool_.give(std::move(steps));
@@ -302,6 +309,34 @@ std::size_t Engine::Impl::run_copies(const CopyCall* calls, std::size_t n, CopyO
   return i;
 }
 
+void Engine::Impl::make_delete_plan(ObjectSlot* o) {
+  const AttrTable* const t = o->table.load(std::memory_order_relaxed);
+  const std::vector<std::uint32_t>& order = o->set_order;
+  o->del_plan.resize(order.size());
+  DeleteStep* const plan = o->del_plan.data();
+  for (std::size_t j = 0; j < order.size(); ++j) {
+    const AttrRec& rec = t->recs[order[j]];
+    const KeyvalId key = rec.key.load(std::memory_order_relaxed);
+    KeyvalSlot* const k = predefined_rec(rec) ? nullptr : held_keyval(key);
+    DeleteStep& d = plan[j];
+    d = DeleteStep{};
+    d.keyval = k;
+    d.key = key;
+    d.slot = order[j];
+    d.repr = repr_of(rec);
+    d.user = k && k->spec.del.action == DeleteAction::User;
+    if (d.user) {
+      const KeyvalSpec& spec = k->spec;
+      const std::uint64_t word = rec.value.load(std::memory_order_relaxed);
+      d.fn = spec.del.fn;
+      d.extra_state = spec.extra_state;
+      d.lang = spec.lang;
+      d.value = d.repr == Binding::C && spec.lang == Binding::C ? word : translate(d.repr, word, cell_at(rec.cell()), spec.lang).word;
+    }
+  }
+  o->del_plan_ok = true;
+}
+
 Result Engine::Impl::free_object(ObjectKind kind, Handle h) {
   Lock lk(mu_);
   std::uint32_t slot;
@@ -337,6 +372,33 @@ Result Engine::Impl::free_object(ObjectKind kind, Handle h) {
 // two, ~12 instructions an attribute: MPICH emulate dup + free [user] 33.3k -> 32.6k, callgrind.)
 [[gnu::always_inline]] inline bool Engine::Impl::free_next(FreeRun* r) {
   AttrTable* const t = r->t;
+  if (const DeleteStep* const plan = r->plan) {
+    // The kept plan: the call as made for the object (~35 instructions an attribute less than
+    // reading the record, its keyval and its callback; MPICH emulate dup + free [user],
+    // callgrind).
+    while (r->next != 0) {
+      const DeleteStep& d = plan[--r->next];
+      AttrRec* const rec = &t->recs[d.slot];
+      if (d.user) {
+        DeleteCall& c = r->call;  // (kind, object and cause set once by delete_each)
+        c.keyval = d.key;
+        c.lang = d.lang;
+        c.fn = d.fn;
+        c.extra_state = d.extra_state;
+        c.value = d.value;
+        c.repr = d.repr;
+        r->rec = rec;
+        r->k = d.keyval;
+        return true;
+      }
+      kill_attr(r->o, t, rec);
+      if (KeyvalSlot* const k = d.keyval) {
+        --k->attributes;
+        unref_keyval(k);
+      }
+    }
+    return false;
+  }
   while (r->next != 0) {
     AttrRec* const rec = &t->recs[r->order[--r->next]];
     const KeyvalId key = rec->key.load(std::memory_order_relaxed);
@@ -392,11 +454,17 @@ Result Engine::Impl::delete_each(Lock& lk, std::uint32_t slot, ObjectSlot* o) {
   set_order_of(o);
   std::vector<std::uint32_t> order = std::move(o->set_order);
   o->set_order_ok = false;
+  // (Its plan too, if it keeps one: the object's plan is made again from its list.)
+  const bool with_plan = o->del_plan_ok;
+  std::vector<DeleteStep> plan;
+  if (with_plan) plan = std::move(o->del_plan);
+  o->del_plan_ok = false;
   FreeRun run{};
   run.impl = this;
   run.o = o;
   run.t = t;
   run.order = order.data();
+  run.plan = with_plan ? plan.data() : nullptr;
   run.next = order.size();
   run.call.kind = o->kind;
   run.call.object = o->handle;
@@ -427,6 +495,7 @@ Result Engine::Impl::delete_each(Lock& lk, std::uint32_t slot, ObjectSlot* o) {
     o->set_order_ok = false;
   }
   o->set_order = std::move(order);  // (its storage, for the object's next list; not valid)
+  if (with_plan) o->del_plan = std::move(plan);  // (the same)
   return run.result;
 }
 
