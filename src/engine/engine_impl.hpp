@@ -613,6 +613,7 @@ struct Engine::Impl : AttrStore {
     std::size_t next;            // how many of them are still to look at (from the end)
     AttrRec* rec;                // the record of the callback running
     KeyvalSlot* k;               // and its keyval
+    const DeleteCall* cur;       // and its call: `call`, or its plan's
     DeleteCall call;
     Result result;
   };
@@ -635,7 +636,7 @@ struct Engine::Impl : AttrStore {
   bool free_next(FreeRun* r);  // (inline: objects.cpp)
   // The object's free plan from its list (lock held; the list valid): ObjectSlot::del_plan.
   void make_delete_plan(ObjectSlot* o);
-  static bool free_step(void* ctx, int rc, bool threw);
+  static const DeleteCall* free_step(void* ctx, int rc, bool threw);
 
   // Engine::dup_object_ran, Engine::free_object_ran (objects_ran.cpp).
   bool dup_object_ran(ObjectKind kind, Handle old_h, Handle new_h, const RanCopy* ran, std::size_t n, Origin origin);

@@ -226,16 +226,12 @@ struct CopyStep {
 };
 
 // A free's plan for one attribute, in set order (Engine::Impl::delete_each): its record, its
-// keyval and, for a user delete function, the call.
+// keyval and, for a user delete function, the call (its kind, object and cause are not read:
+// CallbackInvoker::del_run takes them from a run's first call, which delete_each makes whole).
 struct DeleteStep {
+  DeleteCall call;
   KeyvalSlot* keyval;         // nullptr: a predefined attribute
-  void* fn;
-  std::uint64_t extra_state;
-  std::uint64_t value;        // in the callback's language
-  KeyvalId key;
   std::uint32_t slot;         // its record's index in the object's table
-  Binding lang;
-  Binding repr;
   bool user;                  // a user delete function to call
 };
 

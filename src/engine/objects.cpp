@@ -321,17 +321,21 @@ void Engine::Impl::make_delete_plan(ObjectSlot* o) {
     DeleteStep& d = plan[j];
     d = DeleteStep{};
     d.keyval = k;
-    d.key = key;
     d.slot = order[j];
-    d.repr = repr_of(rec);
     d.user = k && k->spec.del.action == DeleteAction::User;
+    DeleteCall& c = d.call;
+    c.kind = o->kind;
+    c.object = o->handle;
+    c.cause = CallbackCause::Free;
+    c.keyval = key;
+    c.repr = repr_of(rec);
     if (d.user) {
       const KeyvalSpec& spec = k->spec;
       const std::uint64_t word = rec.value.load(std::memory_order_relaxed);
-      d.fn = spec.del.fn;
-      d.extra_state = spec.extra_state;
-      d.lang = spec.lang;
-      d.value = d.repr == Binding::C && spec.lang == Binding::C ? word : translate(d.repr, word, cell_at(rec.cell()), spec.lang).word;
+      c.fn = spec.del.fn;
+      c.extra_state = spec.extra_state;
+      c.lang = spec.lang;
+      c.value = c.repr == Binding::C && spec.lang == Binding::C ? word : translate(c.repr, word, cell_at(rec.cell()), spec.lang).word;
     }
   }
   o->del_plan_ok = true;
@@ -380,13 +384,7 @@ Result Engine::Impl::free_object(ObjectKind kind, Handle h) {
       const DeleteStep& d = plan[--r->next];
       AttrRec* const rec = &t->recs[d.slot];
       if (d.user) {
-        DeleteCall& c = r->call;  // (kind, object and cause set once by delete_each)
-        c.keyval = d.key;
-        c.lang = d.lang;
-        c.fn = d.fn;
-        c.extra_state = d.extra_state;
-        c.value = d.value;
-        c.repr = d.repr;
+        r->cur = &d.call;  // (its kind, object and cause not read)
         r->rec = rec;
         r->k = d.keyval;
         return true;
@@ -415,6 +413,7 @@ Result Engine::Impl::free_object(ObjectKind kind, Handle h) {
       c.extra_state = spec.extra_state;
       c.value = word;
       c.repr = repr;
+      r->cur = &c;
       r->rec = rec;
       r->k = k;
       return true;
@@ -473,6 +472,16 @@ Result Engine::Impl::delete_each(Lock& lk, std::uint32_t slot, ObjectSlot* o) {
     FrameGuard frame(this, slot);  // (only the callbacks run engine calls on this thread meanwhile)
     lk.unlock();
     try {
+      // (The first call whole: a plan's carries the object it was made for.)
+      if (run.cur != &run.call) {
+        const DeleteCall& c = *run.cur;
+        run.call.keyval = c.keyval;
+        run.call.lang = c.lang;
+        run.call.fn = c.fn;
+        run.call.extra_state = c.extra_state;
+        run.call.value = c.value;
+        run.call.repr = c.repr;
+      }
       config.invoker->del_run(&run.call, &free_step, &run);
     } catch (...) {
       run.result = {Status::CallbackThrew, 0};  // (an invoker's own failure; free_step left the lock free)
@@ -503,15 +512,15 @@ Result Engine::Impl::delete_each(Lock& lk, std::uint32_t slot, ObjectSlot* o) {
 // Between two callbacks of a free's run (the lock free; takes it and leaves it free): the
 // attribute whose callback returned is marked deleted unless it failed, then the next one is
 // found. (Its record is where it was found: nothing moves records while the free holds them.)
-bool Engine::Impl::free_step(void* ctx, int rc, bool threw) {
+const DeleteCall* Engine::Impl::free_step(void* ctx, int rc, bool threw) {
   FreeRun* const r = static_cast<FreeRun*>(ctx);
   Impl* const e = r->impl;
   if (e->config.observer)  // (the event is not even built without one)
-    e->notify(CallbackEvent{CallbackEvent::Which::Delete, CallbackCause::Free, r->call.kind, r->call.object, r->call.keyval,
+    e->notify(CallbackEvent{CallbackEvent::Which::Delete, CallbackCause::Free, r->call.kind, r->call.object, r->cur->keyval,
                             rc, 0, threw});
   if (__builtin_expect(threw || rc != 0, 0)) {
     r->result = threw ? Result{Status::CallbackThrew, 0} : Result{Status::CallbackFailed, rc};
-    return false;
+    return nullptr;
   }
   e->mu_.lock();
   e->kill_attr(r->o, r->t, r->rec);
@@ -519,7 +528,7 @@ bool Engine::Impl::free_step(void* ctx, int rc, bool threw) {
   e->unref_keyval(r->k);
   const bool more = e->free_next(r);
   e->mu_.unlock();
-  return more;
+  return more ? r->cur : nullptr;
 }
 
 Result Engine::Impl::forget_object(ObjectKind kind, Handle h) {
