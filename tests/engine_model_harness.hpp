@@ -147,6 +147,7 @@ struct Script {
   std::array<int, kN> flag{1, 1, 1, 1, 1, 1, 1, 1};  // copy callbacks' flag (7: "anything else")
   std::array<bool, kN> throws{};
   std::uint64_t salt = 0;  // value_out = f(value_in, salt, invocation)
+  bool identity = false;   // C copy callbacks give back the value they were given (a dup's quick copy)
   int nested_at = -1;      // only done by a callback not itself run from a nested call
   Nested nested;
   int rc_at(int i) const { return i < kN ? rc[static_cast<std::size_t>(i)] : 0; }
@@ -233,7 +234,10 @@ inline int test_copy(Handle old_object, int keyval, void* extra_state, void* in,
   const Binding lang = m == g.meta.end() ? Binding::C : m->second.lang;
   const std::uint64_t x = mix(ev.v1 ^ g.script->salt ^ static_cast<std::uint64_t>(idx));
   std::uint64_t v = x;  // FortranAint: anything
-  if (lang == Binding::C) v = kPalette[x % kPaletteSize];
+  // (identity: not for a Fortran-set value, which a C callback is given as the address of wherever
+  // each implementation keeps it: ev.a, its width)
+  if (lang == Binding::C)
+    v = g.script->identity && ev.a == 0 ? reinterpret_cast<std::uintptr_t>(in) : kPalette[x % kPaletteSize];
   if (lang == Binding::FortranAint && (x >> 8) % 3 == 0) v = x % 101 - 50;
   if (lang == Binding::FortranInt) v = sext32(x);
   std::memcpy(out, &v, sizeof v);

@@ -126,6 +126,7 @@ std::string describe(const Script& s) {
     out += fmt(" call#%d does %s(%s, kv=%s, %s, 0x%" PRIx64 ")", s.nested_at, kNestedNames[static_cast<int>(n.op)],
                target.c_str(), kv.c_str(), to_string(n.b), n.value);
   }
+  if (s.identity) out += " identity";
   return out + " salt=" + hex(s.salt) + " }";
 }
 
@@ -342,6 +343,12 @@ class ModelRun {
     for (int& f : s.flag) {
       const std::uint64_t r = rnd(100);
       f = r < 20 ? 0 : r < 92 ? 1 : 7;
+    }
+    // A dup whose C copy callbacks all copy what they are given, mostly with flag 1: the engine
+    // copies the records as they are (its quick copy), repeatedly from the plan an object keeps.
+    if (chance(25)) {
+      s.identity = true;
+      if (chance(80)) s.flag.fill(1);
     }
     auto idx = [&] { return static_cast<std::size_t>(std::min(rnd(5), rnd(5))); };  // early calls more often
     static const int rcs[] = {1, 42, -7, 1000};

@@ -223,12 +223,14 @@ class CallbackInvoker {
   // Returns how many ran. This one calls copy() for each; an invoker may run them all under one
   // frame of its own (nothing else runs between them).
   virtual std::size_t copy_run(const CopyCall* calls, std::size_t n, CopyOutcome* out);
-  // The delete callbacks of one free (one kind and object), in order: runs *call as del() would,
-  // then next(ctx, rc, threw), which either sets *call to the next one and answers true or
-  // answers false (done). This one calls del() for each; an invoker may run them all under one
-  // frame of its own (between two of them only next() runs, which calls no user code).
-  using DeleteNext = bool (*)(void* ctx, int rc, bool threw);
-  virtual void del_run(DeleteCall* call, DeleteNext next, void* ctx);
+  // The delete callbacks of one free (one kind and object), in order: runs *first as del()
+  // would, then next(ctx, rc, threw), which answers the next call, or nullptr (done). Every call
+  // of a run is for the first call's kind, object and cause (the calls next answers may leave
+  // those fields as they are: they are not read). This one calls del() for each; an invoker may
+  // run them all under one frame of its own (between two of them only next() runs, which calls
+  // no user code).
+  using DeleteNext = const DeleteCall* (*)(void* ctx, int rc, bool threw);
+  virtual void del_run(const DeleteCall* first, DeleteNext next, void* ctx);
 };
 
 // Engine-native C callback signatures, used by NativeInvoker: MPI's C signatures with the

@@ -38,16 +38,25 @@ std::size_t CallbackInvoker::copy_run(const CopyCall* calls, std::size_t n, Copy
   return n;
 }
 
-void CallbackInvoker::del_run(DeleteCall* call, DeleteNext next, void* ctx) {
+void CallbackInvoker::del_run(const DeleteCall* first, DeleteNext next, void* ctx) {
+  DeleteCall call = *first;
   for (;;) {
     int rc = 0;
     bool threw = false;
     try {
-      rc = del(*call);
+      rc = del(call);
     } catch (...) {
       threw = true;
     }
-    if (!next(ctx, rc, threw)) return;
+    const DeleteCall* c = next(ctx, rc, threw);
+    if (!c) return;
+    const DeleteCall one = *c;  // (its kind, object and cause the first's)
+    call.keyval = one.keyval;
+    call.lang = one.lang;
+    call.fn = one.fn;
+    call.extra_state = one.extra_state;
+    call.value = one.value;
+    call.repr = one.repr;
   }
 }
 

@@ -103,6 +103,10 @@ class ChunkedArray {
     T* chunk = dir_[i >> kChunkBits].load(std::memory_order_acquire);
     return chunk ? &chunk[i & (kChunk - 1)] : nullptr;
   }
+  // An element known to exist (its chunk allocated, `i` in range): no checks.
+  T* at(std::uint32_t i) const noexcept {
+    return &dir_[i >> kChunkBits].load(std::memory_order_acquire)[i & (kChunk - 1)];
+  }
   // Writer side (lock held): allocates the chunk holding `i` if needed.
   T* get(std::uint32_t i) {
     std::atomic<T*>& slot = dir_[i >> kChunkBits];
@@ -211,6 +215,26 @@ struct AttrTable {
   std::unique_ptr<AttrRec[]> recs;
 };
 
+// A dup's plan for one attribute it copies, in set order (Engine::Impl::dup_object).
+struct CopyStep {
+  KeyvalSlot* keyval;  // nullptr: a predefined attribute
+  std::uint64_t word;  // the value as set
+  KeyvalId key;
+  std::uint32_t slot;  // its record's index in the old object's table
+  Binding repr;
+  bool call;           // its user copy callback decides: the run's next call
+};
+
+// A free's plan for one attribute, in set order (Engine::Impl::delete_each): its record, its
+// keyval and, for a user delete function, the call (its kind, object and cause are not read:
+// CallbackInvoker::del_run takes them from a run's first call, which delete_each makes whole).
+struct DeleteStep {
+  DeleteCall call;
+  KeyvalSlot* keyval;         // nullptr: a predefined attribute
+  std::uint32_t slot;         // its record's index in the object's table
+  bool user;                  // a user delete function to call
+};
+
 struct ObjectSlot {
   std::atomic<AttrTable*> table{nullptr};  // read by get_attr
   // Lock only:
@@ -227,6 +251,20 @@ struct ObjectSlot {
   // records change (store_value and erase_attr drop it; register_object starts without it).
   std::vector<std::uint32_t> set_order;
   bool set_order_ok = false;
+  // A dup's plan of it, made from set_order (Engine::Impl::dup_object): what becomes of each
+  // attribute, and its copy callbacks' calls, kept with the list while copy_plan_ok (set_order_of
+  // drops it whenever it makes the list again, register_object starts without it). Its attributes'
+  // keyvals, values and representations are what its records hold, and they do not change while
+  // the list stays valid; a keyval's callbacks and extra state do not change while an attribute
+  // holds it, nor does whether a predefined keyval's attributes are copied.
+  std::vector<CopyStep> copy_steps;
+  std::vector<CopyCall> copy_calls;
+  bool copy_plan_ok = false;
+  bool copy_plan_plain = false;  // every attribute a C value the dup copies (by a C callback if any)
+  // Its free's plan, kept with the list while del_plan_ok (dropped as the dup's): made for an
+  // object whose dup copies its records as they are, and handed to each such copy with its list.
+  std::vector<DeleteStep> del_plan;
+  bool del_plan_ok = false;
 };
 
 // Handle -> object slot, open addressing with linear probing and backward-shift deletion.

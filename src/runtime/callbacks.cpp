@@ -641,11 +641,13 @@ class RuntimeInvoker final : public CallbackInvoker {
   // A free's delete callbacks: the C ones one after another under one frame, its function and
   // keyval set for each, each call checked as del() checks it (a Fortran one goes through del(),
   // its frame over this one). (With copy_run: see there.)
-  void del_run(DeleteCall* call, DeleteNext next, void* ctx) override {
-    if (t_state.ctx.replay || call->cause == CallbackCause::Finalize) return CallbackInvoker::del_run(call, next, ctx);
-    CbFrame frame{call->fn, call->object, t_state.ctx.call, t_state.ctx.cb_top, call->keyval, call->kind, false, false};
+  void del_run(const DeleteCall* first, DeleteNext next, void* ctx) override {
+    if (t_state.ctx.replay || first->cause == CallbackCause::Finalize) return CallbackInvoker::del_run(first, next, ctx);
+    const ObjectKind kind = first->kind;
+    const Handle object = first->object;
+    CbFrame frame{first->fn, object, t_state.ctx.call, t_state.ctx.cb_top, first->keyval, kind, false, false};
     CbGuard guard(frame);
-    for (;;) {
+    for (const DeleteCall* call = first;;) {
       const DeleteCall& c = *call;
       int rc;
       if (__builtin_expect(c.lang == Binding::C, 1)) {
@@ -655,7 +657,7 @@ class RuntimeInvoker final : public CallbackInvoker {
         throw_site_reset();
         bool threw = false;
         try {
-          rc = call_c_delete(c.kind, c.fn, c.object, c.keyval, c.value, c.extra_state);
+          rc = call_c_delete(kind, c.fn, object, c.keyval, c.value, c.extra_state);
         } catch (...) {
           report_exception(frame, c.keyval);
           threw = true;
@@ -664,10 +666,19 @@ class RuntimeInvoker final : public CallbackInvoker {
         if (__builtin_expect(rc != MPI_SUCCESS && !threw, 0))
           report_callback_value(Rule::CallbackError, "delete callback", c.keyval, " returned ", rc, c.fn, c.keyval);
       } else {
-        rc = del(c);
+        rc = del_of(*first, c);
       }
-      if (!next(ctx, rc, false)) return;
+      call = next(ctx, rc, false);
+      if (!call) return;
     }
+  }
+  // A Fortran callback of a free's run: the call with the run's kind, object and cause.
+  [[gnu::noinline]] int del_of(const DeleteCall& first, const DeleteCall& c) {
+    DeleteCall full = c;
+    full.kind = first.kind;
+    full.object = first.object;
+    full.cause = first.cause;
+    return del(full);
   }
 
  private:

@@ -1,0 +1,254 @@
+// engine_dup_plan_test: the dup's kept plan and its quick copy (Engine::dup_object). An object
+// keeps the plan of its dup (what becomes of each attribute, its copy callbacks' calls) while its
+// attributes do not change, and a dup whose callbacks all give back the value they were given
+// copies the records as they are (same slots, same set orders, the copy's next order the old
+// object's). These tests change what a kept plan depends on between dups, and check what such a
+// copy must still be: found, set where the dup was, counted on its keyvals, deleted newest first.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "attrcheck/engine.hpp"
+
+namespace {
+
+using namespace attrcheck;
+
+constexpr ObjectKind kComm = ObjectKind::Comm;
+constexpr Handle kA = 0x1000, kB = 0x2000, kC = 0x3000;
+
+struct Log {
+  std::vector<std::uint64_t> copied_in;  // the values the copy callbacks were given, in order
+  std::vector<KeyvalId> deleted;         // the keys of the delete callbacks run, in order
+  std::vector<std::uint64_t> deleted_values;  // and the values they were given
+  bool bump = false;                     // the copy callback gives back its value + 1
+};
+
+int identity_copy(Handle, int, void* extra, void* in, void* out, int* flag) {
+  auto* log = static_cast<Log*>(extra);
+  const auto v = reinterpret_cast<std::uintptr_t>(in);
+  log->copied_in.push_back(v);
+  *static_cast<std::uint64_t*>(out) = log->bump ? v + 1 : v;
+  *flag = 1;
+  return 0;
+}
+int logging_delete(Handle, int key, void* value, void* extra) {
+  static_cast<Log*>(extra)->deleted.push_back(key);
+  static_cast<Log*>(extra)->deleted_values.push_back(reinterpret_cast<std::uintptr_t>(value));
+  return 0;
+}
+
+KeyvalId make_key(Engine& e, Log* log, CopyAction copy = CopyAction::User) {
+  KeyvalSpec spec;
+  spec.kind = kComm;
+  spec.copy = CopyCallback{copy, copy == CopyAction::User ? reinterpret_cast<void*>(&identity_copy) : nullptr, false};
+  spec.del = DeleteCallback{DeleteAction::User, reinterpret_cast<void*>(&logging_delete), false};
+  spec.extra_state = reinterpret_cast<std::uintptr_t>(log);
+  KeyvalId k = -1;
+  EXPECT_EQ(e.create_keyval(spec, &k).status, Status::Ok);
+  return k;
+}
+
+std::uint64_t value_of(Engine& e, Handle h, KeyvalId k, int* flag) {
+  std::uint64_t v = 0;
+  *flag = -1;
+  EXPECT_TRUE(e.get_attr(kComm, h, k, Binding::C, &v, flag).ok());
+  return v;
+}
+
+std::uint32_t attributes_of(const Engine& e, KeyvalId k) {
+  KeyvalInfo i;
+  EXPECT_TRUE(e.keyval_info(k, &i));
+  return i.attributes;
+}
+
+// Every change of A's attributes between two dups reaches the next dup: a new value, a deleted
+// attribute, a new one, a value a callback changes (the general way), and a keyval that copies
+// nothing. A plan kept past any of them would give the callbacks, or the copy, what A held before.
+TEST(EngineDupPlan, KeptPlanFollowsEveryChange) {
+  Log log;
+  Engine e;
+  ASSERT_TRUE(e.create_object(kComm, kA).ok());
+  std::vector<KeyvalId> keys;
+  for (int i = 0; i < 6; ++i) {
+    keys.push_back(make_key(e, &log));
+    ASSERT_TRUE(e.set_attr(kComm, kA, keys.back(), Binding::C, 100 + i).ok());
+  }
+  auto dup_and_check = [&](const std::vector<std::uint64_t>& want_in, const std::vector<int>& want_flag,
+                           const std::vector<std::uint64_t>& want_value) {
+    log.copied_in.clear();
+    ASSERT_TRUE(e.dup_object(kComm, kA, kB).ok());
+    EXPECT_EQ(log.copied_in, want_in);
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      int flag;
+      const std::uint64_t v = value_of(e, kB, keys[i], &flag);
+      EXPECT_EQ(flag, want_flag[i]) << i;
+      if (flag) {
+        EXPECT_EQ(v, want_value[i]) << i;
+      }
+    }
+    log.deleted.clear();
+    ASSERT_TRUE(e.free_object(kComm, kB).ok());
+  };
+  dup_and_check({100, 101, 102, 103, 104, 105}, {1, 1, 1, 1, 1, 1}, {100, 101, 102, 103, 104, 105});
+  dup_and_check({100, 101, 102, 103, 104, 105}, {1, 1, 1, 1, 1, 1}, {100, 101, 102, 103, 104, 105});  // (the kept plan)
+
+  ASSERT_TRUE(e.set_attr(kComm, kA, keys[1], Binding::C, 201).ok());  // a new value: keys[1] now newest
+  dup_and_check({100, 102, 103, 104, 105, 201}, {1, 1, 1, 1, 1, 1}, {100, 201, 102, 103, 104, 105});
+
+  ASSERT_TRUE(e.delete_attr(kComm, kA, keys[3]).ok());
+  dup_and_check({100, 102, 104, 105, 201}, {1, 1, 1, 0, 1, 1}, {100, 201, 102, 0, 104, 105});
+
+  ASSERT_TRUE(e.set_attr(kComm, kA, keys[3], Binding::C, 303).ok());
+  dup_and_check({100, 102, 104, 105, 201, 303}, {1, 1, 1, 1, 1, 1}, {100, 201, 102, 303, 104, 105});
+
+  log.bump = true;  // the callbacks change every value: the general placing
+  dup_and_check({100, 102, 104, 105, 201, 303}, {1, 1, 1, 1, 1, 1}, {101, 202, 103, 304, 105, 106});
+  log.bump = false;
+  dup_and_check({100, 102, 104, 105, 201, 303}, {1, 1, 1, 1, 1, 1}, {100, 201, 102, 303, 104, 105});
+
+  // An attribute whose keyval copies nothing: the others are still copied, found where they are.
+  const KeyvalId none = make_key(e, &log, CopyAction::NullCopy);
+  ASSERT_TRUE(e.set_attr(kComm, kA, none, Binding::C, 9).ok());
+  dup_and_check({100, 102, 104, 105, 201, 303}, {1, 1, 1, 1, 1, 1}, {100, 201, 102, 303, 104, 105});
+  int flag;
+  ASSERT_TRUE(e.dup_object(kComm, kA, kB).ok());
+  value_of(e, kB, none, &flag);
+  EXPECT_EQ(flag, 0);
+  ASSERT_TRUE(e.free_object(kComm, kB).ok());
+  for (const KeyvalId k : keys) EXPECT_EQ(attributes_of(e, k), 1u);
+  EXPECT_EQ(attributes_of(e, none), 1u);
+}
+
+// A copy made as the records are: every attribute found with its value, set where the dup was
+// (not where the original was set), counted once more on its keyval; a set on the copy afterwards
+// is its newest (its next order follows the old object's), so its free deletes that one first and
+// the rest newest first; the old object keeps its own order and provenance.
+TEST(EngineDupPlan, QuickCopyKeepsOrderProvenanceAndCounts) {
+  Log log;
+  Engine e;
+  ASSERT_TRUE(e.create_object(kComm, kA).ok());
+  std::vector<KeyvalId> keys;
+  for (int i = 0; i < 8; ++i) {
+    keys.push_back(make_key(e, &log));
+    ASSERT_TRUE(e.set_attr(kComm, kA, keys.back(), Binding::C, 10 + i, /*origin=*/1).ok());
+  }
+  // Set order with gaps and out of creation order: keys[0] and keys[2] set again, newest last.
+  ASSERT_TRUE(e.set_attr(kComm, kA, keys[2], Binding::C, 12, 2).ok());
+  ASSERT_TRUE(e.set_attr(kComm, kA, keys[0], Binding::C, 10, 3).ok());
+  std::vector<KeyvalId> order = {keys[1], keys[3], keys[4], keys[5], keys[6], keys[7], keys[2], keys[0]};
+
+  ASSERT_TRUE(e.dup_object(kComm, kA, kC).ok());  // (the plan made)
+  ASSERT_TRUE(e.dup_object(kComm, kA, kB, /*origin=*/42).ok());
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    int flag;
+    EXPECT_EQ(value_of(e, kB, keys[i], &flag), 10 + i);
+    EXPECT_EQ(flag, 1);
+    EXPECT_EQ(attributes_of(e, keys[i]), 3u);
+  }
+  for (const AttributeInfo& a : e.attributes(kComm, kB)) EXPECT_EQ(a.set_at, 42u) << a.keyval;
+  for (const AttributeInfo& a : e.attributes(kComm, kA)) EXPECT_NE(a.set_at, 42u) << a.keyval;
+
+  const KeyvalId late = make_key(e, &log);
+  ASSERT_TRUE(e.set_attr(kComm, kB, late, Binding::C, 77).ok());
+  log.deleted.clear();
+  ASSERT_TRUE(e.free_object(kComm, kB).ok());
+  std::vector<KeyvalId> want = {late};
+  want.insert(want.end(), order.rbegin(), order.rend());
+  EXPECT_EQ(log.deleted, want);
+  for (const KeyvalId k : keys) EXPECT_EQ(attributes_of(e, k), 2u);
+  EXPECT_EQ(attributes_of(e, late), 0u);
+
+  log.deleted.clear();
+  ASSERT_TRUE(e.free_object(kComm, kA).ok());
+  EXPECT_EQ(log.deleted, std::vector<KeyvalId>(order.rbegin(), order.rend()));
+  log.deleted.clear();
+  ASSERT_TRUE(e.free_object(kComm, kC).ok());
+  EXPECT_EQ(log.deleted, std::vector<KeyvalId>(order.rbegin(), order.rend()));
+  for (const KeyvalId k : keys) EXPECT_EQ(attributes_of(e, k), 0u);
+}
+
+// A copy made as the records are takes the old object's free plan (each delete callback's call):
+// its free runs them newest first with the values it holds. A change to the copy before its free
+// (a value set again, an attribute deleted) is what its free sees; so is a change to the old
+// object for the next copy's. A plan kept past a change would pass the old value, or run the
+// callback of an attribute already deleted.
+TEST(EngineDupPlan, QuickCopyFreesWithThePlanUntilItChanges) {
+  Log log;
+  Engine e;
+  ASSERT_TRUE(e.create_object(kComm, kA).ok());
+  std::vector<KeyvalId> keys;
+  for (int i = 0; i < 5; ++i) {
+    keys.push_back(make_key(e, &log));
+    ASSERT_TRUE(e.set_attr(kComm, kA, keys.back(), Binding::C, 20 + i).ok());
+  }
+  auto free_and_check = [&](Handle h, const std::vector<KeyvalId>& want, const std::vector<std::uint64_t>& values) {
+    log.deleted.clear();
+    log.deleted_values.clear();
+    ASSERT_TRUE(e.free_object(kComm, h).ok());
+    EXPECT_EQ(log.deleted, want);
+    EXPECT_EQ(log.deleted_values, values);
+  };
+  ASSERT_TRUE(e.dup_object(kComm, kA, kB).ok());
+  free_and_check(kB, {keys[4], keys[3], keys[2], keys[1], keys[0]}, {24, 23, 22, 21, 20});
+  ASSERT_TRUE(e.dup_object(kComm, kA, kB).ok());  // (the plan kept)
+  free_and_check(kB, {keys[4], keys[3], keys[2], keys[1], keys[0]}, {24, 23, 22, 21, 20});
+
+  ASSERT_TRUE(e.dup_object(kComm, kA, kB).ok());
+  log.deleted.clear();
+  ASSERT_TRUE(e.set_attr(kComm, kB, keys[2], Binding::C, 92).ok());  // (runs the old value's callback)
+  ASSERT_TRUE(e.delete_attr(kComm, kB, keys[0]).ok());
+  free_and_check(kB, {keys[2], keys[4], keys[3], keys[1]}, {92, 24, 23, 21});
+
+  ASSERT_TRUE(e.set_attr(kComm, kA, keys[1], Binding::C, 81).ok());
+  ASSERT_TRUE(e.dup_object(kComm, kA, kB).ok());
+  free_and_check(kB, {keys[1], keys[4], keys[3], keys[2], keys[0]}, {81, 24, 23, 22, 20});
+  ASSERT_TRUE(e.dup_object(kComm, kA, kC).ok());
+  free_and_check(kC, {keys[1], keys[4], keys[3], keys[2], keys[0]}, {81, 24, 23, 22, 20});
+  free_and_check(kA, {keys[1], keys[4], keys[3], keys[2], keys[0]}, {81, 24, 23, 22, 20});
+  for (const KeyvalId k : keys) EXPECT_EQ(attributes_of(e, k), 0u);
+}
+
+// A dup of A made from inside one of A's own copy callbacks (A held by the outer dup) plans in
+// vectors of its own: the outer dup's kept plan, which it is walking, stays as it is.
+struct Nested {
+  static inline Engine* e = nullptr;
+  static inline int calls = 0;
+  static inline Result inner;
+  static int copy(Handle, int, void*, void* in, void* out, int* flag) {
+    if (calls++ == 1) inner = e->dup_object(kComm, kA, kC);
+    *static_cast<void**>(out) = in;
+    *flag = 1;
+    return 0;
+  }
+};
+TEST(EngineDupPlan, ADupFromACopyCallbackLeavesTheKeptPlanAlone) {
+  Engine e;
+  Nested::e = &e;
+  ASSERT_TRUE(e.create_object(kComm, kA).ok());
+  std::vector<KeyvalId> keys;
+  for (int i = 0; i < 4; ++i) {
+    KeyvalSpec spec;
+    spec.kind = kComm;
+    spec.copy = CopyCallback{CopyAction::User, reinterpret_cast<void*>(&Nested::copy), false};
+    KeyvalId k = -1;
+    ASSERT_EQ(e.create_keyval(spec, &k).status, Status::Ok);
+    keys.push_back(k);
+    ASSERT_TRUE(e.set_attr(kComm, kA, k, Binding::C, 50 + i).ok());
+  }
+  ASSERT_TRUE(e.dup_object(kComm, kA, kB).ok());  // the second callback dups A into C
+  EXPECT_TRUE(Nested::inner.ok());
+  EXPECT_EQ(Nested::calls, 8);
+  for (const Handle h : {kB, kC}) {
+    for (int i = 0; i < 4; ++i) {
+      int flag;
+      EXPECT_EQ(value_of(e, h, keys[i], &flag), 50u + i);
+      EXPECT_EQ(flag, 1);
+    }
+  }
+  for (const KeyvalId k : keys) EXPECT_EQ(attributes_of(e, k), 3u);
+}
+
+}  // namespace
