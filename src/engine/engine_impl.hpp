@@ -334,7 +334,7 @@ struct Engine::Impl : AttrStore {
     job.user = k->spec.del.action == DeleteAction::User;
     const Binding repr = repr_of(*rec);
     std::uint64_t word = rec->value.load(std::memory_order_relaxed);
-    if (repr != Binding::C || k->spec.lang != Binding::C) word = translate(repr, word, cell_at(rec->cell()), k->spec.lang).word;
+    if (repr != Binding::C || k->spec.lang != Binding::C) word = callback_word(*rec, k);
     job.call = DeleteCall{o->kind, o->handle, job.key, k->spec.lang, k->spec.del.fn, k->spec.extra_state, word, cause, repr};
     return job;
   }

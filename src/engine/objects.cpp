@@ -106,7 +106,7 @@ Result Engine::Impl::dup_object(ObjectKind kind, Handle old_h, Handle new_h, Ori
         if (action == CopyAction::User) {
           const KeyvalSpec& spec = k->spec;  // (alive: the old object's attribute holds it)
           const std::uint64_t value_in =
-              repr == Binding::C && spec.lang == Binding::C ? word : translate(repr, word, cell_at(rec.cell()), spec.lang).word;
+              repr == Binding::C && spec.lang == Binding::C ? word : callback_word(rec, k);
           call_at[n_calls++] = CopyCall{kind, old_h, key, spec.lang, spec.copy.fn, spec.extra_state, value_in};
           call = true;
         }
@@ -335,7 +335,7 @@ void Engine::Impl::make_delete_plan(ObjectSlot* o) {
       c.fn = spec.del.fn;
       c.extra_state = spec.extra_state;
       c.lang = spec.lang;
-      c.value = c.repr == Binding::C && spec.lang == Binding::C ? word : translate(c.repr, word, cell_at(rec.cell()), spec.lang).word;
+      c.value = c.repr == Binding::C && spec.lang == Binding::C ? word : callback_word(rec, k);
     }
   }
   o->del_plan_ok = true;
@@ -406,7 +406,7 @@ Result Engine::Impl::free_object(ObjectKind kind, Handle h) {
       const KeyvalSpec& spec = k->spec;
       const Binding repr = repr_of(*rec);
       std::uint64_t word = rec->value.load(std::memory_order_relaxed);
-      if (repr != Binding::C || spec.lang != Binding::C) word = translate(repr, word, cell_at(rec->cell()), spec.lang).word;
+      if (repr != Binding::C || spec.lang != Binding::C) word = callback_word(*rec, k);
       DeleteCall& c = r->call;  // (kind, object and cause set once by delete_each)
       c.keyval = key;
       c.lang = spec.lang;
