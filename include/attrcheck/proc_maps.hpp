@@ -19,4 +19,8 @@ struct Mapping {
 // opened. Uses ~8.5 KiB of stack.
 bool for_each_mapping(bool (*visit)(void* context, const Mapping& m), void* context) noexcept;
 
+// The same over a maps file already open (read from where it stands, not closed): its tests' way
+// to give it lines split between reads and overlong ones.
+bool for_each_mapping_in(int fd, bool (*visit)(void* context, const Mapping& m), void* context) noexcept;
+
 }  // namespace attrcheck
