@@ -1,8 +1,10 @@
-// engine_dup_plan_test: the dup's kept plan and its quick copy (Engine::dup_object). An object
+// engine_dup_plan_test: the dup's kept plans and its quick copies (Engine::dup_object). An object
 // keeps the plan of its dup (what becomes of each attribute, its copy callbacks' calls) while its
 // attributes do not change, and a dup whose callbacks all give back the value they were given
 // copies the records as they are (same slots, same set orders, the copy's next order the old
-// object's). These tests change what a kept plan depends on between dups, and check what such a
+// object's). An object whose attributes a dup copies as they are, with no callback to call
+// (MPI_COMM_DUP_FN), keeps a flat plan (its records' slots and keyvals) that the next such dup and
+// the free of it or of its copies go through. These tests change what a kept plan depends on between dups, and check what such a
 // copy must still be: found, set where the dup was, counted on its keyvals, deleted newest first.
 #include <gtest/gtest.h>
 
@@ -17,7 +19,7 @@ namespace {
 using namespace attrcheck;
 
 constexpr ObjectKind kComm = ObjectKind::Comm;
-constexpr Handle kA = 0x1000, kB = 0x2000, kC = 0x3000;
+constexpr Handle kA = 0x1000, kB = 0x2000, kC = 0x3000, kD = 0x4000;
 
 struct Log {
   std::vector<std::uint64_t> copied_in;  // the values the copy callbacks were given, in order
@@ -40,11 +42,11 @@ int logging_delete(Handle, int key, void* value, void* extra) {
   return 0;
 }
 
-KeyvalId make_key(Engine& e, Log* log, CopyAction copy = CopyAction::User) {
+KeyvalId make_key(Engine& e, Log* log, CopyAction copy = CopyAction::User, DeleteAction del = DeleteAction::User) {
   KeyvalSpec spec;
   spec.kind = kComm;
   spec.copy = CopyCallback{copy, copy == CopyAction::User ? reinterpret_cast<void*>(&identity_copy) : nullptr, false};
-  spec.del = DeleteCallback{DeleteAction::User, reinterpret_cast<void*>(&logging_delete), false};
+  spec.del = DeleteCallback{del, del == DeleteAction::User ? reinterpret_cast<void*>(&logging_delete) : nullptr, false};
   spec.extra_state = reinterpret_cast<std::uintptr_t>(log);
   KeyvalId k = -1;
   EXPECT_EQ(e.create_keyval(spec, &k).status, Status::Ok);
@@ -249,6 +251,138 @@ TEST(EngineDupPlan, ADupFromACopyCallbackLeavesTheKeptPlanAlone) {
     }
   }
   for (const KeyvalId k : keys) EXPECT_EQ(attributes_of(e, k), 3u);
+}
+
+// MPI_COMM_DUP_FN / MPI_COMM_NULL_DELETE_FN keyvals (the predefined callbacks): the first dup
+// of A makes its flat plan, the later ones copy through it, and the copies' frees drop through
+// it. Every change of A between dups reaches the next copy: a value set again, an attribute
+// deleted (its slot emptied or refilled by the backward shift), new ones (the table grown, its
+// records moved). A plan kept past a change would copy the records it listed, not those A holds.
+TEST(EngineDupPlan, FlatPlanFollowsEveryChange) {
+  Log log;
+  Engine e;
+  ASSERT_TRUE(e.create_object(kComm, kA).ok());
+  std::vector<KeyvalId> keys;
+  std::vector<std::uint64_t> values;
+  for (int i = 0; i < 6; ++i) {
+    keys.push_back(make_key(e, &log, CopyAction::Dup, DeleteAction::NullDelete));
+    values.push_back(100 + i);
+    ASSERT_TRUE(e.set_attr(kComm, kA, keys.back(), Binding::C, values.back(), /*origin=*/1).ok());
+  }
+  auto dup_and_check = [&](Handle h, Origin at) {
+    ASSERT_TRUE(e.dup_object(kComm, kA, h, at).ok());
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      int flag;
+      const std::uint64_t v = value_of(e, h, keys[i], &flag);
+      EXPECT_EQ(flag, values[i] != 0) << i;
+      if (flag) {
+        EXPECT_EQ(v, values[i]) << i;
+      }
+    }
+    std::size_t present = 0;
+    for (const std::uint64_t v : values) present += v != 0;
+    const std::vector<AttributeInfo> attrs = e.attributes(kComm, h);
+    EXPECT_EQ(attrs.size(), present);
+    for (const AttributeInfo& a : attrs) EXPECT_EQ(a.set_at, at) << a.keyval;
+  };
+  auto counts_are = [&](std::uint32_t holders) {
+    for (std::size_t i = 0; i < keys.size(); ++i) EXPECT_EQ(attributes_of(e, keys[i]), values[i] ? holders : 0u) << i;
+  };
+  dup_and_check(kB, 7);  // (the plan made)
+  dup_and_check(kC, 8);  // (through it)
+  counts_are(3);
+  ASSERT_TRUE(e.free_object(kComm, kB).ok());
+  ASSERT_TRUE(e.free_object(kComm, kC).ok());
+  counts_are(1);
+
+  values[1] = 201;  // a value set again
+  ASSERT_TRUE(e.set_attr(kComm, kA, keys[1], Binding::C, values[1]).ok());
+  dup_and_check(kB, 9);
+  dup_and_check(kC, 10);
+  ASSERT_TRUE(e.free_object(kComm, kB).ok());
+  ASSERT_TRUE(e.free_object(kComm, kC).ok());
+
+  values[3] = 0;  // an attribute deleted
+  ASSERT_TRUE(e.delete_attr(kComm, kA, keys[3]).ok());
+  dup_and_check(kB, 11);
+  ASSERT_TRUE(e.free_object(kComm, kB).ok());
+  dup_and_check(kB, 12);
+  ASSERT_TRUE(e.free_object(kComm, kB).ok());
+  counts_are(1);
+
+  values[3] = 303;  // set again, and enough new ones to grow A's table
+  ASSERT_TRUE(e.set_attr(kComm, kA, keys[3], Binding::C, values[3]).ok());
+  dup_and_check(kB, 13);
+  ASSERT_TRUE(e.free_object(kComm, kB).ok());
+  for (int i = 0; i < 20; ++i) {
+    keys.push_back(make_key(e, &log, CopyAction::Dup, DeleteAction::NullDelete));
+    values.push_back(400 + i);
+    ASSERT_TRUE(e.set_attr(kComm, kA, keys.back(), Binding::C, values.back()).ok());
+  }
+  dup_and_check(kB, 14);
+  dup_and_check(kC, 15);
+  counts_are(3);
+
+  // A copy is changed: its own free and its own copy see what it holds, A is untouched.
+  ASSERT_TRUE(e.set_attr(kComm, kB, keys[0], Binding::C, 555).ok());
+  ASSERT_TRUE(e.delete_attr(kComm, kB, keys[2]).ok());
+  int flag;
+  ASSERT_TRUE(e.dup_object(kComm, kB, kD).ok());
+  EXPECT_EQ(value_of(e, kD, keys[0], &flag), 555u);
+  value_of(e, kD, keys[2], &flag);
+  EXPECT_EQ(flag, 0);
+  EXPECT_EQ(value_of(e, kA, keys[0], &flag), values[0]);
+  for (const Handle h : {kB, kC, kD}) ASSERT_TRUE(e.free_object(kComm, h).ok());
+  counts_are(1);
+  EXPECT_TRUE(log.deleted.empty());  // (no delete function anywhere)
+}
+
+// A keyval freed while attributes hold it lives until the last one goes, whichever way the objects
+// are freed (through the flat plan or not).
+TEST(EngineDupPlan, FlatFreeLetsAFreedKeyvalGoWithItsLastAttribute) {
+  Log log;
+  Engine e;
+  ASSERT_TRUE(e.create_object(kComm, kA).ok());
+  std::vector<KeyvalId> keys;
+  for (int i = 0; i < 4; ++i) {
+    keys.push_back(make_key(e, &log, CopyAction::Dup, DeleteAction::NullDelete));
+    ASSERT_TRUE(e.set_attr(kComm, kA, keys.back(), Binding::C, 60 + i).ok());
+  }
+  ASSERT_TRUE(e.dup_object(kComm, kA, kB).ok());
+  ASSERT_TRUE(e.dup_object(kComm, kA, kC).ok());  // (through the plan)
+  KeyvalId freed = keys[1];
+  ASSERT_TRUE(e.free_keyval(kComm, &freed).ok());
+  KeyvalInfo info;
+  ASSERT_TRUE(e.free_object(kComm, kB).ok());
+  ASSERT_TRUE(e.keyval_info(keys[1], &info));
+  EXPECT_FALSE(info.destroyed);
+  EXPECT_EQ(info.attributes, 2u);
+  ASSERT_TRUE(e.free_object(kComm, kC).ok());
+  ASSERT_TRUE(e.free_object(kComm, kA).ok());
+  EXPECT_TRUE(!e.keyval_info(keys[1], &info) || info.destroyed);
+  for (const KeyvalId k : {keys[0], keys[2], keys[3]}) EXPECT_EQ(attributes_of(e, k), 0u);
+}
+
+// A keyval that copies by MPI_COMM_DUP_FN but has a delete function of its own: the dup copies
+// through the flat plan, but each free still calls it for every attribute, newest first.
+TEST(EngineDupPlan, FlatPlanStillCallsADeleteFunction) {
+  Log log;
+  Engine e;
+  ASSERT_TRUE(e.create_object(kComm, kA).ok());
+  std::vector<KeyvalId> keys;
+  keys.push_back(make_key(e, &log, CopyAction::Dup, DeleteAction::NullDelete));
+  keys.push_back(make_key(e, &log, CopyAction::Dup, DeleteAction::User));
+  keys.push_back(make_key(e, &log, CopyAction::Dup, DeleteAction::NullDelete));
+  for (std::size_t i = 0; i < keys.size(); ++i) ASSERT_TRUE(e.set_attr(kComm, kA, keys[i], Binding::C, 70 + i).ok());
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_TRUE(e.dup_object(kComm, kA, kB).ok());
+    log.deleted.clear();
+    log.deleted_values.clear();
+    ASSERT_TRUE(e.free_object(kComm, kB).ok());
+    EXPECT_EQ(log.deleted, std::vector<KeyvalId>{keys[1]}) << round;
+    EXPECT_EQ(log.deleted_values, std::vector<std::uint64_t>{71}) << round;
+  }
+  for (const KeyvalId k : keys) EXPECT_EQ(attributes_of(e, k), 1u);
 }
 
 }  // namespace

@@ -82,7 +82,7 @@ struct AttrStore {
       AttrTable* bigger = take_table(log2cap);
       if (t) move_records(t, bigger);
       o->table.store(bigger, std::memory_order_release);
-      o->set_order_ok = false;  // (the records moved)
+      o->records_changed();  // (the records moved)
       t = bigger;
     }
     return t;
@@ -124,7 +124,7 @@ struct AttrStore {
   // value's cell released out of line: an emulated set + delete ~20 instructions less, callgrind.)
   [[gnu::always_inline]] void erase_attr(ObjectSlot* o, AttrRec* rec) {
     AttrTable* t = o->table.load(std::memory_order_relaxed);
-    o->set_order_ok = false;
+    o->records_changed();
     if (__builtin_expect(rec->cell() != 0, 0)) release_cell_out_of_line(*rec);
     std::uint32_t hole = static_cast<std::uint32_t>(rec - t->recs.get());
     std::uint32_t j = hole;
@@ -147,7 +147,7 @@ struct AttrStore {
     rec->key.store(kDeadKey, std::memory_order_relaxed);
     --t->count;
     ++t->dead;
-    o->set_order_ok = false;  // (a dup from one of the free's callbacks may have made it again)
+    o->records_changed();  // (a dup from one of the free's callbacks may have made the list again)
   }
 
   // ---- values and cells --------------------------------------------------------------------
@@ -187,7 +187,7 @@ struct AttrStore {
     rec->set_at = origin;
     if (__builtin_expect(o->next_order == UINT32_MAX, 0)) renumber(o);
     rec->order = o->next_order++;
-    o->set_order_ok = false;
+    o->records_changed();
   }
 
   // After 2^32 sets on one object: renumber its attributes 1..n, keeping their order.

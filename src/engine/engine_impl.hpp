@@ -174,7 +174,7 @@ struct Engine::Impl : AttrStore {
     o->mutating = nullptr;
     o->created_at = origin;
     o->next_order = 1;
-    o->set_order_ok = false;
+    o->records_changed();
     o->copy_plan_ok = false;
     o->del_plan_ok = false;
 
@@ -645,9 +645,15 @@ struct Engine::Impl : AttrStore {
   // with n == 0, a dup or free with no user callback to call. False: nothing changed.
   bool dup_plain(ObjectKind kind, ObjectSlot* old, Handle new_h, const RanCopy* ran, std::size_t n, Origin origin);
   bool free_plain(ObjectSlot* o, std::uint32_t slot, const RanDelete* ran, std::size_t n);
+  // (Without runs, it writes the old object's flat plan in `flat`, sized for its attributes, and
+  // whether none of them has a user delete function in `flat_free`.)
   template <bool kRuns>
   int copy_same_slots(const AttrTable* t, AttrTable* ct, const RanCopy* ran, const std::uint32_t* run_of,
-                      Origin origin);
+                      Origin origin, FlatStep* flat, bool* flat_free);
+  // dup_plain and free_plain through an object's flat plan (ObjectSlot::flat_plan).
+  bool dup_flat(ObjectKind kind, ObjectSlot* old, const AttrTable* t, Handle new_h, Origin origin);
+  void give_flat_plan(const ObjectSlot* old, ObjectSlot* fresh, std::uint32_t n);
+  void free_flat(ObjectSlot* o, AttrTable* t);
   template <bool kRuns>
   bool free_plain_pass(ObjectSlot* o, AttrTable* t, const RanDelete* ran, const std::uint32_t* run_of,
                        bool* some_unused);

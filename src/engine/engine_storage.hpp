@@ -197,6 +197,14 @@ struct AttrRec {
     set_at = o.set_at;
     order = o.order;
   }
+  // A dup's copy of a record it copies as it is: the same attribute, set where the dup was made.
+  void copy_as_dup(const AttrRec& o, Origin dup_at) noexcept {
+    key.store(o.key.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    meta.store(o.meta.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    value.store(o.value.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    set_at = dup_at;
+    order = o.order;
+  }
   void clear() noexcept { key.store(kEmptyKey, std::memory_order_relaxed); }
 };
 static_assert(sizeof(AttrRec) == 24, "an attribute record is 24 bytes");
@@ -235,6 +243,13 @@ struct DeleteStep {
   bool user;                  // a user delete function to call
 };
 
+// One attribute of an object's flat plan (ObjectSlot::flat_plan): its record's index in the
+// object's table and its keyval (nullptr: a predefined attribute).
+struct FlatStep {
+  KeyvalSlot* keyval;
+  std::uint32_t slot;
+};
+
 struct ObjectSlot {
   std::atomic<AttrTable*> table{nullptr};  // read by get_attr
   // Lock only:
@@ -265,6 +280,22 @@ struct ObjectSlot {
   // object whose dup copies its records as they are, and handed to each such copy with its list.
   std::vector<DeleteStep> del_plan;
   bool del_plan_ok = false;
+  // Its flat plan, kept while flat_plan_ok (records_changed drops it): every attribute, in table
+  // order, made by a dup that found each a C value it copies as it is (MPI_*_DUP_FN, a predefined
+  // attribute the dup carries) and no callback to call (Engine::Impl::dup_plain), and handed to
+  // the copy, whose records are the same in the same slots. The next such dup copies the records
+  // through it and the free of either drops them through it, neither looking at an empty slot or
+  // a keyval's callbacks again (a keyval's callbacks do not change while an attribute holds it).
+  // flat_free: no attribute has a user delete function (a free calls nothing).
+  std::vector<FlatStep> flat_plan;
+  bool flat_plan_ok = false;
+  bool flat_free = false;
+
+  // Its records changed (a set, a delete, a move): the plans made from them are dropped.
+  void records_changed() noexcept {
+    set_order_ok = false;
+    flat_plan_ok = false;
+  }
 };
 
 // Handle -> object slot, open addressing with linear probing and backward-shift deletion.

@@ -502,7 +502,7 @@ Result Engine::Impl::delete_each(Lock& lk, std::uint32_t slot, ObjectSlot* o) {
   } else if (t->dead != 0) {
     WriteSection ws(seq_);
     o->table.store(repack(t), std::memory_order_release);
-    o->set_order_ok = false;
+    o->records_changed();
   }
   o->set_order = std::move(order);  // (its storage, for the object's next list; not valid)
   if (with_plan) o->del_plan = std::move(plan);  // (the same)

@@ -56,12 +56,13 @@ bool Engine::Impl::match_runs(const AttrTable* t, const Run* ran, std::size_t n,
 enum SameSlots { kCopied, kSomeNotCopied, kNotPlain };
 template <bool kRuns>
 int Engine::Impl::copy_same_slots(const AttrTable* t, AttrTable* ct, const RanCopy* ran,
-                                  const std::uint32_t* run_of, Origin origin) {
+                                  const std::uint32_t* run_of, Origin origin, FlatStep* flat, bool* flat_free) {
   const AttrRec* const src = t->recs.get();
   AttrRec* const out = ct->recs.get();
   const std::uint32_t capacity = t->capacity();
   int verdict = kCopied;
-  std::uint32_t i = 0;
+  std::uint32_t i = 0, n_flat = 0;
+  bool no_user_delete = true;
   for (; i < capacity; ++i) {
     const AttrRec& rec = src[i];
     const KeyvalId key = rec.key.load(std::memory_order_relaxed);
@@ -116,9 +117,14 @@ int Engine::Impl::copy_same_slots(const AttrTable* t, AttrTable* ct, const RanCo
     dst.value.store(word, std::memory_order_relaxed);
     dst.set_at = origin;
     dst.order = rec.order;  // the copy keeps the set order (the caller copies next_order)
+    if (!kRuns) {
+      flat[n_flat++] = FlatStep{k, i};
+      no_user_delete = no_user_delete && (!k || k->spec.del.action != DeleteAction::User);
+    }
   }
   if (verdict == kCopied) {
     ct->count = t->count;
+    if (!kRuns) *flat_free = no_user_delete;
     return verdict;
   }
   for (std::uint32_t j = 0; j < i; ++j) {  // undo (the old object still holds every keyval)
@@ -134,14 +140,25 @@ int Engine::Impl::copy_same_slots(const AttrTable* t, AttrTable* ct, const RanCo
 bool Engine::Impl::dup_plain(ObjectKind kind, ObjectSlot* old, Handle new_h, const RanCopy* ran, std::size_t n,
                              Origin origin) {
   const AttrTable* t = old->table.load(std::memory_order_relaxed);
+  if (n == 0 && old->flat_plan_ok) return dup_flat(kind, old, t, new_h, origin);
   std::uint32_t* code = t ? slot_codes(t->capacity()) : nullptr;
   if (!match_runs(t, ran, n, code)) return false;
   if (t && t->count) {
     AttrTable* ct = take_table(32 - t->shift);
-    const int verdict = n ? copy_same_slots<true>(t, ct, ran, code, origin) : copy_same_slots<false>(t, ct, ran, code, origin);
+    // (Without runs, the object's flat plan is written on the way: the copy is made through it
+    // from the next dup on, and both objects are freed through it.)
+    if (n == 0 && old->flat_plan.size() < t->count) old->flat_plan.resize(t->count);
+    bool flat_free = false;
+    const int verdict = n ? copy_same_slots<true>(t, ct, ran, code, origin, nullptr, nullptr)
+                          : copy_same_slots<false>(t, ct, ran, code, origin, old->flat_plan.data(), &flat_free);
     const std::uint32_t new_slot = verdict == kCopied ? register_object(kind, new_h, kObjectNone, origin) : UINT32_MAX;
     if (new_slot != UINT32_MAX) {
       ObjectSlot* fresh = objects_.get(new_slot);
+      if (n == 0) {
+        old->flat_plan_ok = true;
+        old->flat_free = flat_free;
+        give_flat_plan(old, fresh, t->count);
+      }
       WriteSection ws(seq_);
       fresh->table.store(ct, std::memory_order_release);
       fresh->next_order = old->next_order;
@@ -221,6 +238,64 @@ bool Engine::Impl::dup_plain(ObjectKind kind, ObjectSlot* old, Handle new_h, con
   return true;
 }
 
+// A dup through the old object's flat plan: each record copied as it is into the same slot of a
+// clean table of the old one's size, no slot looked at but the plan's, no keyval's callbacks
+// read. (Against copy_same_slots' pass over every slot, with each record's keyval looked up and
+// its callbacks tested: MPICH shadow dup + free [pre], 64 attributes, see docs/performance-history.md.)
+bool Engine::Impl::dup_flat(ObjectKind kind, ObjectSlot* old, const AttrTable* t, Handle new_h, Origin origin) {
+  const std::uint32_t n = t ? t->count : 0;
+  const std::uint32_t new_slot = register_object(kind, new_h, kObjectNone, origin);
+  if (new_slot == UINT32_MAX) return false;  // (out of object slots: the general way says so)
+  ObjectSlot* fresh = objects_.get(new_slot);
+  fresh->next_order = old->next_order;
+  if (n == 0) return true;
+  AttrTable* ct = take_table(32 - t->shift);
+  const AttrRec* const src = t->recs.get();
+  AttrRec* const out = ct->recs.get();
+  const FlatStep* const plan = old->flat_plan.data();
+  for (std::uint32_t j = 0; j < n; ++j) {
+    const FlatStep& s = plan[j];
+    out[s.slot].copy_as_dup(src[s.slot], origin);
+    if (s.keyval) ++s.keyval->attributes;
+  }
+  ct->count = n;
+  give_flat_plan(old, fresh, n);
+  WriteSection ws(seq_);
+  fresh->table.store(ct, std::memory_order_release);
+  return true;
+}
+
+// A copy made as its old object's flat plan says has the same records in the same slots: the
+// plan is its own too.
+void Engine::Impl::give_flat_plan(const ObjectSlot* old, ObjectSlot* fresh, std::uint32_t n) {
+  fresh->flat_plan.assign(old->flat_plan.begin(), old->flat_plan.begin() + n);
+  fresh->flat_plan_ok = true;
+  fresh->flat_free = old->flat_free;
+}
+
+// A free through the object's flat plan, which says no attribute has a delete callback to call:
+// the records cleared where the plan says they are, then the keyvals' counts dropped and those
+// no attribute uses any more let go (after the write section: each has its own).
+void Engine::Impl::free_flat(ObjectSlot* o, AttrTable* t) {
+  const FlatStep* const plan = o->flat_plan.data();
+  const std::uint32_t n = t->count;
+  {
+    WriteSection ws(seq_);
+    AttrRec* const recs = t->recs.get();
+    for (std::uint32_t j = 0; j < n; ++j) recs[plan[j].slot].clear();  // (C values: no cells)
+    t->count = 0;
+    o->table.store(nullptr, std::memory_order_relaxed);  // (so unregister_object skips the empty table)
+  }
+  table_pool_[32 - t->shift].push_back(t);
+  bool some_unused = false;
+  for (std::uint32_t j = 0; j < n; ++j)
+    if (KeyvalSlot* const k = plan[j].keyval) some_unused |= --k->attributes == 0;
+  if (__builtin_expect(some_unused, 0)) {
+    for (std::uint32_t j = 0; j < n; ++j)
+      if (KeyvalSlot* const k = plan[j].keyval; k && k->attributes == 0) unref_keyval(k);
+  }
+}
+
 // Checks each attribute in one pass (each one with a user delete function had its run, as
 // required; no other had one), dropping its keyval reference as it goes (undone if one is not
 // plain), then clears the table in one more pass and drops the object. (MPICH emulate [pre], 64
@@ -265,7 +340,9 @@ bool Engine::Impl::free_plain_pass(ObjectSlot* o, AttrTable* t, const RanDelete*
 
 bool Engine::Impl::free_plain(ObjectSlot* o, std::uint32_t slot, const RanDelete* ran, std::size_t n) {
   AttrTable* t = o->table.load(std::memory_order_relaxed);
-  if (t) {
+  if (t && n == 0 && o->flat_plan_ok && o->flat_free) {
+    free_flat(o, t);
+  } else if (t) {
     std::uint32_t* run_of = n ? slot_codes(t->capacity()) : nullptr;
     if (!match_runs(t, ran, n, run_of)) return false;
     bool some_unused = false;
