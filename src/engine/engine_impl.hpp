@@ -612,9 +612,11 @@ struct Engine::Impl : AttrStore {
     const DeleteStep* plan;      // or its plan (the same attributes in the same order), if it keeps one
     bool quick;                  // free_step's usual step may be taken: a plan, no observer, no lock
     std::size_t next;            // how many of them are still to look at (from the end)
-    AttrRec* rec;                // the record of the callback running
-    KeyvalSlot* k;               // and its keyval
-    const DeleteCall* cur;       // and its call: `call`, or its plan's
+    // The callback running: its record, its keyval and its call (`call`, or its plan's). (In a
+    // quick run, the plan's at `next`: free_step does not write them, free_step_general reads them.)
+    AttrRec* rec;
+    KeyvalSlot* k;
+    const DeleteCall* cur;
     DeleteCall call;
     Result result;
   };

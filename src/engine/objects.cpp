@@ -500,9 +500,12 @@ Result Engine::Impl::delete_each(Lock& lk, std::uint32_t slot, ObjectSlot* o) {
   if (__builtin_expect(run.result.ok(), 1)) {
     // Every record is dead: the table is cleared through the list and goes back to the pool
     // (unregister_object would look at each of its slots).
+    // (The records' address read once: each store of a key could alias t->recs otherwise, and it
+    // was read again for each, ~4 instructions an attribute, MPICH emulate dup + free, callgrind.)
     WriteSection ws(seq_);
     o->table.store(nullptr, std::memory_order_relaxed);
-    for (const std::uint32_t i : order) t->recs[i].clear();
+    AttrRec* const recs = t->recs.get();
+    for (const std::uint32_t i : order) recs[i].clear();
     t->dead = 0;
     table_pool_[32 - t->shift].push_back(t);
   } else if (t->dead != 0) {
@@ -534,9 +537,11 @@ const DeleteCall* Engine::Impl::free_step(void* ctx, int rc, bool threw) {
   FreeRun* const r = static_cast<FreeRun*>(ctx);
   const std::size_t next = r->next;
   if (__builtin_expect(r->quick && next != 0 && (rc | static_cast<int>(threw)) == 0, 1)) {
-    const DeleteStep& d = r->plan[next - 1];
-    AttrRec* const rec = r->rec;
-    KeyvalSlot* const k = r->k;
+    // The call that returned is the plan's at `next` (free_next leaves it there); its record and
+    // keyval are read from the plan, not kept in the run (free_step_general reads them again).
+    const DeleteStep* const plan = r->plan;
+    const DeleteStep& d = plan[next - 1];
+    KeyvalSlot* const k = plan[next].keyval;
     // (A kept plan's records are C values: no cell to give back. make_delete_plan is only made
     // for a plan whose every attribute is one: dup_object's plain_plan.)
     if (__builtin_expect(d.user && k->state.load(std::memory_order_relaxed) != kKeyFreed, 1)) {
@@ -547,14 +552,11 @@ const DeleteCall* Engine::Impl::free_step(void* ctx, int rc, bool threw) {
       const std::uint64_t s = seq.load(std::memory_order_relaxed);
       seq.store(s + 1, std::memory_order_relaxed);
       std::atomic_thread_fence(std::memory_order_release);
-      mark_dead(r->o, t, rec);
+      mark_dead(r->o, t, &t->recs[plan[next].slot]);
       seq.store(s + 2, std::memory_order_release);
       --k->attributes;
       r->next = next - 1;
-      r->cur = &d.call;  // (its kind, object and cause not read)
-      r->rec = &t->recs[d.slot];
-      r->k = d.keyval;
-      return &d.call;
+      return &d.call;  // (its kind, object and cause not read)
     }
   }
   return free_step_general(ctx, rc, threw);
@@ -563,6 +565,12 @@ const DeleteCall* Engine::Impl::free_step(void* ctx, int rc, bool threw) {
 const DeleteCall* Engine::Impl::free_step_general(void* ctx, int rc, bool threw) {
   FreeRun* const r = static_cast<FreeRun*>(ctx);
   Impl* const e = r->impl;
+  if (r->quick) {  // (the call that returned: the plan's at r->next, as free_step reads it)
+    const DeleteStep& d = r->plan[r->next];
+    r->cur = &d.call;
+    r->rec = &r->t->recs[d.slot];
+    r->k = d.keyval;
+  }
   if (e->config.observer)  // (the event is not even built without one)
     e->notify(CallbackEvent{CallbackEvent::Which::Delete, CallbackCause::Free, r->call.kind, r->call.object, r->cur->keyval,
                             rc, 0, threw});

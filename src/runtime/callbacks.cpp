@@ -598,9 +598,12 @@ class RuntimeInvoker final : public CallbackInvoker {
     std::uint64_t differs = 0;
     CbFrame frame{calls[0].fn, calls[0].old_object, t_state.ctx.call, t_state.ctx.cb_top, calls[0].keyval, calls[0].kind, true, false};
     CbGuard guard(frame);
-    for (std::size_t i = 0; i < n; ++i) {
-      const CopyCall& c = calls[i];
-      CopyOutcome& o = out[i];
+    // (Walked by pointer: with the accumulator, an index and the outcome's address no longer fit
+    // in registers and were read back from the stack each time.)
+    CopyOutcome* o_at = out;
+    for (const CopyCall* c_at = calls; c_at != calls + n; ++c_at, ++o_at) {
+      const CopyCall& c = *c_at;
+      CopyOutcome& o = *o_at;
       o.value = 0;
       o.threw = false;
       int rc;
@@ -627,7 +630,7 @@ class RuntimeInvoker final : public CallbackInvoker {
       o.rc = rc;
       if (rc != MPI_SUCCESS) {
         *as_given = false;
-        return i + 1;
+        return static_cast<std::size_t>(c_at - calls) + 1;
       }
       differs |= (o.value ^ c.value_in) | static_cast<std::uint32_t>(o.flag ^ 1);
     }
@@ -659,20 +662,23 @@ class RuntimeInvoker final : public CallbackInvoker {
       const DeleteCall& c = *call;
       int rc;
       if (__builtin_expect(c.lang == Binding::C, 1)) {
-        frame.fn = c.fn;
-        frame.keyval = c.keyval;
+        // (The function and key in locals: the signal fence would make the call read them again.)
+        void* const fn = c.fn;
+        const int key = c.keyval;
+        frame.fn = fn;
+        frame.keyval = key;
         std::atomic_signal_fence(std::memory_order_release);  // (what a signal handler reads of it)
         throw_site_reset();
         bool threw = false;
         try {
-          rc = call_c_delete(kind, c.fn, object, c.keyval, c.value, c.extra_state);
+          rc = call_c_delete(kind, fn, object, key, c.value, c.extra_state);
         } catch (...) {
-          report_exception(frame, c.keyval);
+          report_exception(frame, key);
           threw = true;
           rc = MPI_ERR_OTHER;
         }
         if (__builtin_expect(rc != MPI_SUCCESS && !threw, 0))
-          report_callback_value(Rule::CallbackError, "delete callback", c.keyval, " returned ", rc, c.fn, c.keyval);
+          report_callback_value(Rule::CallbackError, "delete callback", key, " returned ", rc, fn, key);
       } else {
         rc = del_of(*first, c);
       }
