@@ -386,3 +386,112 @@ TEST(EngineDupPlan, FlatPlanStillCallsADeleteFunction) {
 }
 
 }  // namespace
+
+// The free's quick step between two callbacks (Engine::Impl::free_step: a kept plan, no observer,
+// the lock dropped, as the runtime runs below MPI_THREAD_MULTIPLE). Each delete callback must
+// find the attributes deleted before it gone and the others (its own included) still there, and
+// the version must have moved since the callback before it (cached answers do not outlive a
+// deletion); a callback that frees its keyval, and one that fails, leave the rest of the run to
+// the general step.
+struct Seen {
+  Engine* e = nullptr;
+  Handle object = 0;
+  std::vector<KeyvalId> keys;       // oldest first
+  std::vector<std::vector<int>> present;  // per callback: the flag of a get of each key
+  std::vector<std::uint64_t> versions;
+  KeyvalId free_its_keyval = 0;     // this key's callback frees its keyval
+  std::uint64_t fail_value = 0;     // a callback given this value fails
+};
+Seen* g_seen = nullptr;
+int seeing_delete(Handle h, int key, void* value, void*) {
+  Seen& s = *g_seen;
+  std::vector<int> flags;
+  for (const KeyvalId k : s.keys) {
+    std::uint64_t v = 0;
+    int flag = -1;
+    s.e->get_attr(kComm, h, k, Binding::C, &v, &flag);
+    flags.push_back(flag);
+  }
+  s.present.push_back(flags);
+  s.versions.push_back(s.e->version());
+  if (key == s.free_its_keyval) {
+    KeyvalId k = key;
+    EXPECT_TRUE(s.e->free_keyval(kComm, &k).ok());
+  }
+  return reinterpret_cast<std::uintptr_t>(value) == s.fail_value ? 9 : 0;
+}
+
+TEST(EngineDupPlan, TheFreesQuickStepDeletesEachAttributeBeforeTheNextCallback) {
+  Engine e;
+  e.drop_locking();
+  Seen seen;
+  seen.e = &e;
+  g_seen = &seen;
+  Log log;
+  for (int i = 0; i < 6; ++i) {
+    KeyvalSpec spec;
+    spec.kind = kComm;
+    spec.copy = CopyCallback{CopyAction::User, reinterpret_cast<void*>(&identity_copy), false};
+    spec.del = DeleteCallback{DeleteAction::User, reinterpret_cast<void*>(&seeing_delete), false};
+    spec.extra_state = reinterpret_cast<std::uintptr_t>(&log);
+    KeyvalId k = -1;
+    ASSERT_TRUE(e.create_keyval(spec, &k).ok());
+    seen.keys.push_back(k);
+  }
+  ASSERT_TRUE(e.create_object(kComm, kA).ok());
+  for (std::size_t i = 0; i < seen.keys.size(); ++i)
+    ASSERT_TRUE(e.set_attr(kComm, kA, seen.keys[i], Binding::C, 100 + i).ok());
+  const std::size_t n = seen.keys.size();
+  auto check_run = [&](std::size_t first, std::size_t calls) {
+    ASSERT_EQ(seen.present.size(), calls);
+    for (std::size_t c = 0; c < calls; ++c) {
+      const std::size_t running = first - c;  // newest first
+      for (std::size_t j = 0; j < n; ++j) {
+        // (A get with a keyval the user freed fails: the flag stays -1.)
+        const bool freed = seen.keys[j] == seen.free_its_keyval && running < j;
+        EXPECT_EQ(seen.present[c][j], freed ? -1 : j <= running ? 1 : 0) << "callback " << c << ", key " << j;
+      }
+      if (c) {
+        EXPECT_NE(seen.versions[c], seen.versions[c - 1]);
+      }
+    }
+  };
+  // A copy of kA frees through kA's plan, every step the quick one.
+  ASSERT_TRUE(e.dup_object(kComm, kA, kB).ok());
+  seen.object = kB;
+  ASSERT_TRUE(e.free_object(kComm, kB).ok());
+  check_run(n - 1, n);
+  // A copy whose callback for the value 103 fails: the run stops there, the newer ones deleted.
+  ASSERT_TRUE(e.dup_object(kComm, kA, kB).ok());
+  seen.present.clear();
+  seen.versions.clear();
+  seen.fail_value = 103;
+  EXPECT_EQ(e.free_object(kComm, kB).status, Status::CallbackFailed);
+  check_run(n - 1, n - 3);
+  for (std::size_t j = 0; j < n; ++j) {
+    int flag = -1;
+    value_of(e, kB, seen.keys[j], &flag);
+    EXPECT_EQ(flag, j <= 3 ? 1 : 0) << "key " << j;
+  }
+  seen.fail_value = 0;
+  ASSERT_TRUE(e.free_object(kComm, kB).ok());
+  // A copy whose callback for keys[4] frees its keyval (kA still holds it): the steps after it are
+  // the general one's; the rest of the run as before.
+  ASSERT_TRUE(e.dup_object(kComm, kA, kB).ok());
+  seen.present.clear();
+  seen.versions.clear();
+  seen.free_its_keyval = seen.keys[4];
+  ASSERT_TRUE(e.free_object(kComm, kB).ok());
+  check_run(n - 1, n);
+  KeyvalInfo info;
+  ASSERT_TRUE(e.keyval_info(seen.keys[4], &info));
+  EXPECT_TRUE(info.user_freed);
+  EXPECT_EQ(info.attributes, 1u);  // kA's
+  seen.free_its_keyval = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i == 4) continue;
+    ASSERT_TRUE(e.keyval_info(seen.keys[i], &info));
+    EXPECT_EQ(info.attributes, 1u);
+  }
+  g_seen = nullptr;
+}

@@ -220,9 +220,11 @@ class CallbackInvoker {
   virtual int del(const DeleteCall& call) = 0;
   // The copy callbacks of one dup (one kind and old object), in order: runs each as copy() would,
   // its outcome into out[i], and stops after the first that fails (returns nonzero or throws).
-  // Returns how many ran. This one calls copy() for each; an invoker may run them all under one
-  // frame of its own (nothing else runs between them).
-  virtual std::size_t copy_run(const CopyCall* calls, std::size_t n, CopyOutcome* out);
+  // Returns how many ran, and in *as_given whether all n ran and each succeeded and gave back the
+  // value it was given with flag 1 (as MPI_COMM_DUP_FN does: the engine then copies the records
+  // as they are without reading the outcomes). This one calls copy() for each; an invoker may run
+  // them all under one frame of its own (nothing else runs between them).
+  virtual std::size_t copy_run(const CopyCall* calls, std::size_t n, CopyOutcome* out, bool* as_given);
   // The delete callbacks of one free (one kind and object), in order: runs *first as del()
   // would, then next(ctx, rc, threw), which answers the next call, or nullptr (done). Every call
   // of a run is for the first call's kind, object and cause (the calls next answers may leave

@@ -43,6 +43,9 @@ class SpinLock {
   void unlock() noexcept {
     if (enabled_.load(std::memory_order_relaxed)) locked_.store(false, std::memory_order_release);
   }
+  // Whether lock and unlock take the lock (a caller whose fast path holds no frame tests it and
+  // leaves the locked case to its general path).
+  bool enabled() const noexcept { return enabled_.load(std::memory_order_relaxed); }
   // From now on lock and unlock do nothing (a host whose calls never overlap any more). A holder
   // still inside finishes first.
   void disable() noexcept {

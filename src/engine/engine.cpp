@@ -24,7 +24,8 @@ int NativeInvoker::copy(const CopyCall& call, std::uint64_t* value_out, int* fla
             reinterpret_cast<void*>(static_cast<std::uintptr_t>(call.value_in)), value_out, flag);
 }
 
-std::size_t CallbackInvoker::copy_run(const CopyCall* calls, std::size_t n, CopyOutcome* out) {
+std::size_t CallbackInvoker::copy_run(const CopyCall* calls, std::size_t n, CopyOutcome* out, bool* as_given) {
+  bool same = true;
   for (std::size_t i = 0; i < n; ++i) {
     CopyOutcome& o = out[i];
     o = CopyOutcome{};
@@ -33,8 +34,13 @@ std::size_t CallbackInvoker::copy_run(const CopyCall* calls, std::size_t n, Copy
     } catch (...) {
       o.threw = true;
     }
-    if (o.threw || o.rc != 0) return i + 1;
+    if (o.threw || o.rc != 0) {
+      *as_given = false;
+      return i + 1;
+    }
+    same = same && o.flag == 1 && o.value == calls[i].value_in;
   }
+  *as_given = same;
   return n;
 }
 

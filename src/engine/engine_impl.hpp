@@ -412,7 +412,7 @@ struct Engine::Impl : AttrStore {
   VectorPool<CopyOutcome> outcome_pool_;
   // The copy callbacks of a dup (the lock released): in one run of the invoker, or with an
   // observer one at a time, each told to it as it returns. Returns how many ran (objects.cpp).
-  std::size_t run_copies(const CopyCall* calls, std::size_t n, CopyOutcome* out);
+  std::size_t run_copies(const CopyCall* calls, std::size_t n, CopyOutcome* out, bool* as_given);
 
   // The indices into the object's table of its attributes, oldest first (lock held): the list the
   // object keeps, made again only if its records changed since it was last made. Valid until they
@@ -610,10 +610,13 @@ struct Engine::Impl : AttrStore {
     AttrTable* t;
     const std::uint32_t* order;  // the indices into t->recs of its attributes, oldest first
     const DeleteStep* plan;      // or its plan (the same attributes in the same order), if it keeps one
+    bool quick;                  // free_step's usual step may be taken: a plan, no observer, no lock
     std::size_t next;            // how many of them are still to look at (from the end)
-    AttrRec* rec;                // the record of the callback running
-    KeyvalSlot* k;               // and its keyval
-    const DeleteCall* cur;       // and its call: `call`, or its plan's
+    // The callback running: its record, its keyval and its call (`call`, or its plan's). (In a
+    // quick run, the plan's at `next`: free_step does not write them, free_step_general reads them.)
+    AttrRec* rec;
+    KeyvalSlot* k;
+    const DeleteCall* cur;
     DeleteCall call;
     Result result;
   };
@@ -637,6 +640,7 @@ struct Engine::Impl : AttrStore {
   // The object's free plan from its list (lock held; the list valid): ObjectSlot::del_plan.
   void make_delete_plan(ObjectSlot* o);
   static const DeleteCall* free_step(void* ctx, int rc, bool threw);
+  [[gnu::noinline]] static const DeleteCall* free_step_general(void* ctx, int rc, bool threw);
 
   // Engine::dup_object_ran, Engine::free_object_ran (objects_ran.cpp).
   bool dup_object_ran(ObjectKind kind, Handle old_h, Handle new_h, const RanCopy* ran, std::size_t n, Origin origin);

@@ -26,14 +26,27 @@ namespace engine_detail {
 
 using Lock = std::unique_lock<SpinLock>;
 
+#ifdef ATTRCHECK_CHECK_WRITE_SECTIONS
+// A checking build of the engine (tests/engine_sections_test.cpp): how many write sections were
+// opened inside another one.
+inline std::atomic<std::uint64_t> g_nested_write_sections{0};
+#endif
+
 // A writer's change to reader-visible state; the lock must be held. A change that can alter
 // whether a (kind, handle, keyval) query is valid at all also advances `layout` (after the change,
 // so a reader that sees the new layout value also sees the change).
+// Sections do not nest: an inner one's end would make the counter even (stable, to a lock-free
+// reader) while the outer change is still in progress. A writer that needs two (a record erased,
+// then its keyval destroyed by unref_keyval) closes the first before it opens the second
+// (drop_attr, free_plain). A checking build counts nested ones (g_nested_write_sections).
 class WriteSection {
  public:
   explicit WriteSection(std::atomic<std::uint64_t>& seq, std::atomic<std::uint64_t>* layout = nullptr) noexcept
       : seq_(seq), layout_(layout) {
     const std::uint64_t s = seq_.load(std::memory_order_relaxed);
+#ifdef ATTRCHECK_CHECK_WRITE_SECTIONS
+    if (s & 1) g_nested_write_sections.fetch_add(1, std::memory_order_relaxed);
+#endif
     seq_.store(s + 1, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_release);
   }

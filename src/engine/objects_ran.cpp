@@ -348,9 +348,20 @@ bool Engine::Impl::free_plain(ObjectSlot* o, std::uint32_t slot, const RanDelete
     bool some_unused = false;
     if (!(n ? free_plain_pass<true>(o, t, ran, run_of, &some_unused) : free_plain_pass<false>(o, t, nullptr, nullptr, &some_unused)))
       return false;
-    // Drop the records (their cells) and the object, then the keyvals no attribute uses any more.
-    WriteSection ws(seq_);
+    // The table leaves the object (and the records' cells go back) under one write section, then
+    // the keyvals no attribute uses any more are destroyed, each under its own (unref_keyval's:
+    // sections do not nest, so not inside this one), read from the table no reader reaches any
+    // more; then the table is cleared and pooled. (A reader that took the table before it left
+    // finds the counter moved.)
     AttrRec* const recs = t->recs.get();
+    {
+      WriteSection ws(seq_);
+      o->table.store(nullptr, std::memory_order_relaxed);  // (so unregister_object skips the empty table)
+      if (fortran_values_.load(std::memory_order_relaxed)) {
+        for (std::uint32_t i = 0; i <= t->mask; ++i)
+          if (recs[i].key.load(std::memory_order_relaxed) != kEmptyKey) release_cell(recs[i]);
+      }
+    }
     if (some_unused) {
       for (std::uint32_t i = 0; i <= t->mask; ++i) {
         const KeyvalId key = recs[i].key.load(std::memory_order_relaxed);
@@ -359,13 +370,8 @@ bool Engine::Impl::free_plain(ObjectSlot* o, std::uint32_t slot, const RanDelete
         if (k->attributes == 0) unref_keyval(k);
       }
     }
-    if (fortran_values_.load(std::memory_order_relaxed)) {
-      for (std::uint32_t i = 0; i <= t->mask; ++i)
-        if (recs[i].key.load(std::memory_order_relaxed) != kEmptyKey) release_cell(recs[i]);
-    }
     for (std::uint32_t i = 0; i <= t->mask; ++i) recs[i].clear();
     t->count = 0;
-    o->table.store(nullptr, std::memory_order_relaxed);  // (so unregister_object skips the empty table)
     table_pool_[32 - t->shift].push_back(t);
   } else if (n) {
     return false;  // runs for an object without attributes
