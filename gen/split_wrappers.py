@@ -1,0 +1,97 @@
+"""The C get, set and delete wrappers, in parts: their common case inline in the entry point
+(runtime/fast_path.hpp, set_path.hpp), everything else in the out-of-line function that
+gen_wrappers.out_of_line makes of the whole wrapper body (`part`: its Api's name, its name and
+its lines)."""
+from spec import require
+
+
+def split_get(fn, lang, part):
+    """A C get wrapper in two parts, so that the common call costs only what it must: inline, a
+    query this thread already checked whose cached answer is current (fast_path.hpp: fresh_query;
+    no mode test, no rt::Call, no lambda, few registers to save); everything else (mode=off, null
+    arguments, an answer to refresh, the full hook) in an out-of-line function of its own, entered
+    by a tail call."""
+    o, kv = require(fn, "object"), require(fn, "keyval")
+    v, f = require(fn, "value_out"), require(fn, "flag_out")
+    h, k = lang.handle(o, fn["kind"]), lang.key(kv)
+    api, full, lines = part
+    # One test of one word after the lookup (fast_path.hpp: shadow_and_none_pending) says shadow
+    # mode with no thread's sets pending: the mode test and the pending test cost the shadow path
+    # five instructions where this one costs three. Otherwise emulate mode answers, and shadow mode
+    # with this thread's own sets pending cross-checks, as usual (another thread's: out of line).
+    lines += [lang.signature() + " {",
+              f"  if ({v} != nullptr && {f} != nullptr)",
+              f"    if (const rt::QueryCache::Entry* q_ = rt::fresh_query({api}, {h}, {k})) {{",
+              f"      if (__builtin_expect(!rt::shadow_and_none_pending(), 0)) {{",
+              f"        if (rt::pending_elsewhere()) return {full}({lang.args}, __builtin_return_address(0));",
+              f"        if (!rt::g_shadow) return rt::answer({api}.binding, q_->flag, q_->word, {v}, {f});",
+              "      }",
+              f"      rt::GetOut o_{{{v}, {f}}};",
+              "      rt::keep_in_memory(o_);",
+              f"      const int rc_ = {lang.call_pmpi};",
+              "      rt::keep_in_memory(o_);",
+              f"      if (__builtin_expect(rt::agrees({api}.binding, *q_, rc_, o_.value, o_.flag), 1)) return rc_;",
+              f"      return rt::get_diverged(&{api}, __builtin_return_address(0), q_, rc_, o_.value, o_.flag);",
+              "    }",
+              f"  return {full}({lang.args}, __builtin_return_address(0));",
+              "}"]
+    return lines
+
+
+def split_set(fn, lang, part):
+    """A C set wrapper in two parts (as split_get): inline, the shadow-mode set of a query this
+    thread already checked whose cached answer is current, which the library makes and attrcheck
+    defers (set_path.hpp: set_deferred; the library call by value, no rt::FnRef, no mode test
+    before the cache's); everything else (mode=off, emulate mode, an answer to refresh, the full
+    hook) out of line."""
+    o, kv, v = require(fn, "object"), require(fn, "keyval"), require(fn, "value")
+    h, k = lang.handle(o, fn["kind"]), lang.key(kv)
+    api, full, lines = part
+    # The deferred path has a function of its own: inline in the entry point, its register saves
+    # and frame were made before the mode test, ~20 instructions on every emulated set (callgrind).
+    # The entry point is then two tail calls.
+    deferred = f"{fn['name']}_deferred"
+    lines += ["namespace {",
+              f"[[gnu::noinline]] int {deferred}({fn['params']}, const void* caller_) {{",
+              f"  if (rt::QueryCache::Entry* q_ = rt::set_entry({api}, {h}, {k})) {{",
+              "    int rc_;",
+              f"    if (rt::set_deferred({api}, caller_, *q_, {h}, {k}, {lang.word(v)},",
+              f"                         [=]() {{ return {lang.call_pmpi}; }}, &rc_))",
+              "      return rc_;",
+              "  }",
+              f"  return {full}({lang.args}, caller_);",
+              "}",
+              "}  // namespace",
+              "",
+              lang.signature() + " {",
+              f"  if (rt::deferring_sets()) return {deferred}({lang.args}, __builtin_return_address(0));",
+              f"  return {full}({lang.args}, __builtin_return_address(0));",
+              "}"]
+    return lines
+
+
+def split_delete(fn, lang, part):
+    """A C delete wrapper in two parts (as split_get): inline, a query this thread already checked
+    (set_path.hpp: checked_delete) handed to its mode's quick way (the cancelling of a deferred set
+    in shadow mode, which alone needs the library; the cursor in emulate mode); everything else
+    out of line."""
+    o, kv = require(fn, "object"), require(fn, "keyval")
+    h, k = lang.handle(o, fn["kind"]), lang.key(kv)
+    api, full, lines = part
+    # (The mode tested once: checked_delete's halves written out, shadow_delete_entry and
+    # checked_set.)
+    lines += [lang.signature() + " {",
+              "  if (rt::g_shadow) {",
+              f"    if (rt::QueryCache::Entry* q_ = rt::shadow_delete_entry({api}, {h}, {k})) {{",
+              f"      const rt::Call call{{&{api}, __builtin_return_address(0)}};",
+              "      int rc_;",
+              f"      if (rt::delete_cancels_set(call, *q_, {h}, {k}, [=]() {{ return {lang.call_pmpi}; }}, &rc_)) return rc_;",
+              "    }",
+              f"  }} else if (rt::QueryCache::Entry* q_ = rt::checked_set({api}, {h}, {k})) {{",
+              f"    const rt::Call call{{&{api}, __builtin_return_address(0)}};",
+              "    int rc_;",
+              f"    if (rt::delete_emulated(call, *q_, {h}, {k}, &rc_)) return rc_;",
+              "  }",
+              f"  return {full}({lang.args}, __builtin_return_address(0));",
+              "}"]
+    return lines
