@@ -7,7 +7,7 @@ from spec import require
 
 def split_get(fn, lang, part):
     """A C get wrapper in two parts, so that the common call costs only what it must: inline, a
-    query this thread already checked whose cached answer is current (fast_path.hpp: fresh_query;
+    query this thread already checked whose cached answer is current (fast_path.hpp: cached_query;
     no mode test, no rt::Call, no lambda, few registers to save); everything else (mode=off, null
     arguments, an answer to refresh, the full hook) in an out-of-line function of its own, entered
     by a tail call."""
@@ -15,15 +15,15 @@ def split_get(fn, lang, part):
     v, f = require(fn, "value_out"), require(fn, "flag_out")
     h, k = lang.handle(o, fn["kind"]), lang.key(kv)
     api, full, lines = part
-    # One test of one word after the lookup (fast_path.hpp: shadow_and_none_pending) says shadow
-    # mode with no thread's sets pending: the mode test and the pending test cost the shadow path
-    # five instructions where this one costs three. Otherwise emulate mode answers, and shadow mode
-    # with this thread's own sets pending cross-checks, as usual (another thread's: out of line).
+    # One compare after the lookup (fast_path.hpp: quick_answer) says the answer is current, in
+    # shadow mode, with no thread's sets pending: the mode test and the pending test cost the
+    # shadow path three instructions more. Otherwise emulate mode answers, and shadow mode with
+    # this thread's own sets pending cross-checks, as usual (another thread's: out of line).
     lines += [lang.signature() + " {",
               f"  if ({v} != nullptr && {f} != nullptr)",
-              f"    if (const rt::QueryCache::Entry* q_ = rt::fresh_query({api}, {h}, {k})) {{",
-              f"      if (__builtin_expect(!rt::shadow_and_none_pending(), 0)) {{",
-              f"        if (rt::pending_elsewhere()) return {full}({lang.args}, __builtin_return_address(0));",
+              f"    if (const rt::QueryCache::Entry* q_ = rt::cached_query({api}, {h}, {k})) {{",
+              f"      if (__builtin_expect(!rt::quick_answer(*q_), 0)) {{",
+              f"        if (!rt::current_answer(*q_) || rt::pending_elsewhere()) return {full}({lang.args}, __builtin_return_address(0));",
               f"        if (!rt::g_shadow) return rt::answer({api}.binding, q_->flag, q_->word, {v}, {f});",
               "      }",
               f"      rt::GetOut o_{{{v}, {f}}};",
