@@ -39,32 +39,34 @@ def split_get(fn, lang, part):
 
 
 def split_set(fn, lang, part):
-    """A C set wrapper in two parts (as split_get): inline, the shadow-mode set of a query this
-    thread already checked whose cached answer is current, which the library makes and attrcheck
-    defers (set_path.hpp: set_deferred; the library call by value, no rt::FnRef, no mode test
-    before the cache's); everything else (mode=off, emulate mode, an answer to refresh, the full
-    hook) out of line."""
+    """A C set wrapper in parts (as split_get): the set of a query this thread already checked,
+    while sets are deferred, in a function of its mode's (set_path.hpp: set_deferred, shadow: the
+    library makes it and attrcheck defers it; set_deferred_emulated; the library call by value,
+    no rt::FnRef, no mode test beyond defer_sets'); everything else (mode=off, an answer to
+    refresh, the full hook) out of line."""
     o, kv, v = require(fn, "object"), require(fn, "keyval"), require(fn, "value")
     h, k = lang.handle(o, fn["kind"]), lang.key(kv)
     api, full, lines = part
-    # The deferred path has a function of its own: inline in the entry point, its register saves
-    # and frame were made before the mode test, ~20 instructions on every emulated set (callgrind).
-    # The entry point is then two tail calls.
-    deferred = f"{fn['name']}_deferred"
-    lines += ["namespace {",
-              f"[[gnu::noinline]] int {deferred}({fn['params']}, const void* caller_) {{",
-              f"  if (rt::QueryCache::Entry* q_ = rt::set_entry({api}, {h}, {k})) {{",
-              "    int rc_;",
-              f"    if (rt::set_deferred({api}, caller_, *q_, {h}, {k}, {lang.word(v)},",
-              f"                         [=]() {{ return {lang.call_pmpi}; }}, &rc_))",
-              "      return rc_;",
-              "  }",
-              f"  return {full}({lang.args}, caller_);",
-              "}",
-              "}  // namespace",
-              "",
+    # Each mode's quick way has a function of its own: inline in the entry point, its register
+    # saves and frame were made before the mode test, ~20 instructions on every emulated set
+    # (callgrind); in one function for both modes, the shadow set paid a test of the mode and
+    # registers for the emulated one's. The entry point is a test of defer_sets and tail calls.
+    lines.append("namespace {")
+    for part, quick in (("deferred", "set_deferred"), ("emulated", "set_deferred_emulated")):
+        lines += [f"[[gnu::noinline]] int {fn['name']}_{part}({fn['params']}, const void* caller_) {{",
+                  f"  if (rt::QueryCache::Entry* q_ = rt::set_entry({api}, {h}, {k})) {{",
+                  "    int rc_;",
+                  f"    if (rt::{quick}({api}, caller_, *q_, {h}, {k}, {lang.word(v)},",
+                  f"                    [=]() {{ return {lang.call_pmpi}; }}, &rc_))",
+                  "      return rc_;",
+                  "  }",
+                  f"  return {full}({lang.args}, caller_);",
+                  "}"]
+    lines += ["}  // namespace", "",
               lang.signature() + " {",
-              f"  if (rt::deferring_sets()) return {deferred}({lang.args}, __builtin_return_address(0));",
+              "  const std::uint8_t d_ = rt::deferring_sets();",
+              f"  if (d_ == rt::kDeferShadow) return {fn['name']}_deferred({lang.args}, __builtin_return_address(0));",
+              f"  if (d_) return {fn['name']}_emulated({lang.args}, __builtin_return_address(0));",
               f"  return {full}({lang.args}, __builtin_return_address(0));",
               "}"]
     return lines

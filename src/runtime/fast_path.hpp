@@ -76,7 +76,9 @@ struct alignas(64) FastState {
   // Shadow and emulate mode: sets may be deferred (emulate: those that run no callback here,
   // set_path.hpp). Below MPI_THREAD_MULTIPLE no two threads call at once; at MULTIPLE only while
   // one thread calls (cleared for good when a second one does).
-  std::atomic<bool> defer_sets{false};
+  // (Nonzero: the mode's kDefer*, so that the C set wrappers' one test of it also picks the
+  // mode's quick way: gen_wrappers.py, split_set.)
+  std::atomic<std::uint8_t> defer_sets{0};
   // From MPI_THREAD_SERIALIZED: another thread may call next; it settles the sets (pending_owner).
   bool share_pending = false;
   // MPI_THREAD_MULTIPLE: the owner changes its pending sets under g_pending_gate (pending.cpp).

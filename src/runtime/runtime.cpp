@@ -555,7 +555,7 @@ void started(int provided) {
   const bool defer = r.mode == Mode::Shadow || r.mode == Mode::Emulate;
   g_fast.share_pending = defer && provided >= MPI_THREAD_SERIALIZED;
   g_fast.gate_pending = defer && provided >= MPI_THREAD_MULTIPLE;
-  g_fast.defer_sets.store(defer, std::memory_order_relaxed);
+  g_fast.defer_sets.store(defer ? (g_shadow ? kDeferShadow : kDeferEmulate) : 0, std::memory_order_relaxed);
   r.world = handle(MPI_COMM_WORLD);
   r.self = handle(MPI_COMM_SELF);
   PMPI_Comm_rank(MPI_COMM_WORLD, &r.run.rank);
