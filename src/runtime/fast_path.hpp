@@ -39,7 +39,7 @@ class OwnerWord {
   }
   // Whether some thread's sets are pending (load() != nullptr).
   bool any() const noexcept { return word_.load(std::memory_order_relaxed) > 1; }
-  void store(PendingSets* p, std::memory_order order) noexcept {
+  [[gnu::always_inline]] void store(PendingSets* p, std::memory_order order) noexcept {
     const std::uintptr_t w = reinterpret_cast<std::uintptr_t>(p) | not_shadow_;
     // (The source first: a reader that sees the new word and the old source finds the old
     // source's answer current only while the word said so too; below MPI_THREAD_MULTIPLE the
@@ -59,7 +59,7 @@ class OwnerWord {
   }
 
  private:
-  static const std::atomic<std::uint64_t> kNever;
+  [[gnu::visibility("hidden")]] static const std::atomic<std::uint64_t> kNever;
   std::atomic<std::uintptr_t> word_{1};
   std::atomic<const std::atomic<std::uint64_t>*> quick_{&kNever};
   const std::atomic<std::uint64_t>* counter_ = &kNever;
@@ -372,8 +372,20 @@ inline bool same_answer(Binding as, const void* value_out, int flag, int model_f
 // (The model's flag is 0 or 1, like the libraries' own: equal flags settle it in one compare.
 // Flags that differ, say 2 for 1, are left to compare_with_model, which also takes a nonzero
 // flag as "present": *flag is then read once, in one compare with the entry's.)
+// (rc is tested in an asm statement: from `rc == MPI_SUCCESS` gcc knew the wrapper returns 0 and
+// made it again, an `xor` on every get, where rc is still in the return register.)
+[[gnu::always_inline]] inline bool succeeded(int rc) noexcept {
+  static_assert(MPI_SUCCESS == 0, "succeeded() tests rc against 0");
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+  bool zero;
+  __asm__("testl %1, %1" : "=@ccz"(zero) : "r"(rc));
+  return zero;
+#else
+  return rc == MPI_SUCCESS;
+#endif
+}
 inline bool agrees(Binding as, const QueryCache::Entry& q, int rc, const void* value_out, const int* flag) noexcept {
-  if (rc != MPI_SUCCESS || *flag != q.flag) return false;
+  if (!succeeded(rc) || *flag != q.flag) return false;
   // (A get of a value that is there is the one laid out straight.)
   return __builtin_expect(q.flag != 0, 1) ? same_answer(as, value_out, 1, 1, q.word) : true;
 }
