@@ -162,10 +162,10 @@ TEST(QueryCache, OtherBindingsMeanTheSameObjectKindAndKeyvalOnly) {
 // the lookup compares it as computed): the tag must still name exactly one keyval, and key()
 // must give it back, for every keyval a library hands out (negative ones included).
 TEST(QueryCache, ATagNamesExactlyItsKeyval) {
-  auto cache = std::make_unique<QueryCache>();
   const int keys[] = {0, 1, 2, 10, -1, -10, 0x40000001, std::numeric_limits<int>::max(),
                       std::numeric_limits<int>::min()};
   for (int key : keys) {
+    auto cache = std::make_unique<QueryCache>();
     QueryCache::Entry& e = cache->remember(kComm, Binding::C, kA, key, 1, 7);
     EXPECT_EQ(e.key(), key);
     EXPECT_TRUE(e.has_key(key));
