@@ -15,64 +15,18 @@ the library lacks becomes neither an undefined reference nor a dead wrapper).
 """
 import argparse
 import json
+import os
 import re
 import sys
 
-KINDS = {"comm": "Comm", "type": "Type", "win": "Win"}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from spec import KINDS, POINTER_ROLES, SpecError, check, parse_params, require, role_param  # noqa: E402
+from split_wrappers import split_delete, split_get, split_set  # noqa: E402
+
 NULL_HANDLE = {"comm": "MPI_COMM_NULL", "type": "MPI_DATATYPE_NULL", "win": "MPI_WIN_NULL"}
 FREE_FN = {"comm": "PMPI_Comm_free", "type": "PMPI_Type_free", "win": "PMPI_Win_free"}
-POINTER_ROLES = {"object_out", "object_inout", "keyval_out", "keyval_inout", "value_out", "flag_out"}
-OPS = {"create_keyval", "free_keyval", "set_attr", "get_attr", "delete_attr", "dup", "construct",
-       "obtain", "free", "init", "finalize", "abort"}
 # obtain: how the handles a call returns relate to the ones the user already holds.
 RETURNS = {"alias": "Alias", "same": "Same", "new": "New"}
-
-
-class SpecError(Exception):
-    pass
-
-
-def parse_params(text, fn):
-    """'MPI_Comm comm, int *flag' -> [('MPI_Comm comm', 'comm'), ('int *flag', 'flag')]."""
-    text = text.strip()
-    if text in ("", "void"):
-        return []
-    params = []
-    for decl in text.split(","):
-        decl = decl.strip()
-        m = re.search(r"([A-Za-z_][A-Za-z0-9_]*)\s*(\[\s*\])?\s*$", decl)
-        if not m:
-            raise SpecError(f"{fn}: cannot parse parameter '{decl}'")
-        params.append((decl, m.group(1)))
-    return params
-
-
-def check(fn):
-    for key in ("name", "op", "params", "roles"):
-        if key not in fn:
-            raise SpecError(f"{fn.get('name', '?')}: missing '{key}'")
-    if fn["op"] not in OPS:
-        raise SpecError(f"{fn['name']}: unknown op '{fn['op']}'")
-    if fn["op"] not in ("init", "finalize", "abort") and fn.get("kind") not in KINDS:
-        raise SpecError(f"{fn['name']}: op {fn['op']} needs a kind (comm, type, win)")
-    names = {n for _, n in parse_params(fn["params"], fn["name"])}
-    for param, role in fn["roles"].items():
-        if param not in names:
-            raise SpecError(f"{fn['name']}: role for unknown parameter '{param}'")
-
-
-def role_param(fn, role):
-    for param, r in fn["roles"].items():
-        if r == role:
-            return param
-    return None
-
-
-def require(fn, role):
-    p = role_param(fn, role)
-    if p is None:
-        raise SpecError(f"{fn['name']}: op {fn['op']} needs a parameter with role '{role}'")
-    return p
 
 
 F2C = {"comm": "PMPI_Comm_f2c", "type": "PMPI_Type_f2c", "win": "PMPI_Win_f2c"}
@@ -465,98 +419,6 @@ def out_of_line(fn, lang):
     return api, full, lines
 
 
-def split_get(fn, lang):
-    """A C get wrapper in two parts, so that the common call costs only what it must: inline, a
-    query this thread already checked whose cached answer is current (fast_path.hpp: fresh_query;
-    no mode test, no rt::Call, no lambda, few registers to save); everything else (mode=off, null
-    arguments, an answer to refresh, the full hook) in an out-of-line function of its own, entered
-    by a tail call."""
-    o, kv = require(fn, "object"), require(fn, "keyval")
-    v, f = require(fn, "value_out"), require(fn, "flag_out")
-    h, k = lang.handle(o, fn["kind"]), lang.key(kv)
-    api, full, lines = out_of_line(fn, lang)
-    # One test of one word after the lookup (fast_path.hpp: shadow_and_none_pending) says shadow
-    # mode with no thread's sets pending: the mode test and the pending test cost the shadow path
-    # five instructions where this one costs three. Otherwise emulate mode answers, and shadow mode
-    # with this thread's own sets pending cross-checks, as usual (another thread's: out of line).
-    lines += [lang.signature() + " {",
-              f"  if ({v} != nullptr && {f} != nullptr)",
-              f"    if (const rt::QueryCache::Entry* q_ = rt::fresh_query({api}, {h}, {k})) {{",
-              f"      if (__builtin_expect(!rt::shadow_and_none_pending(), 0)) {{",
-              f"        if (rt::pending_elsewhere()) return {full}({lang.args}, __builtin_return_address(0));",
-              f"        if (!rt::g_shadow) return rt::answer({api}.binding, q_->flag, q_->word, {v}, {f});",
-              "      }",
-              f"      rt::GetOut o_{{{v}, {f}}};",
-              "      rt::keep_in_memory(o_);",
-              f"      const int rc_ = {lang.call_pmpi};",
-              "      rt::keep_in_memory(o_);",
-              f"      if (__builtin_expect(rt::agrees({api}.binding, *q_, rc_, o_.value, o_.flag), 1)) return rc_;",
-              f"      return rt::get_diverged(&{api}, __builtin_return_address(0), q_, rc_, o_.value, o_.flag);",
-              "    }",
-              f"  return {full}({lang.args}, __builtin_return_address(0));",
-              "}"]
-    return lines
-
-
-def split_set(fn, lang):
-    """A C set wrapper in two parts (as split_get): inline, the shadow-mode set of a query this
-    thread already checked whose cached answer is current, which the library makes and attrcheck
-    defers (set_path.hpp: set_deferred; the library call by value, no rt::FnRef, no mode test
-    before the cache's); everything else (mode=off, emulate mode, an answer to refresh, the full
-    hook) out of line."""
-    o, kv, v = require(fn, "object"), require(fn, "keyval"), require(fn, "value")
-    h, k = lang.handle(o, fn["kind"]), lang.key(kv)
-    api, full, lines = out_of_line(fn, lang)
-    # The deferred path has a function of its own: inline in the entry point, its register saves
-    # and frame were made before the mode test, ~20 instructions on every emulated set (callgrind).
-    # The entry point is then two tail calls.
-    deferred = f"{fn['name']}_deferred"
-    lines += ["namespace {",
-              f"[[gnu::noinline]] int {deferred}({fn['params']}, const void* caller_) {{",
-              f"  if (rt::QueryCache::Entry* q_ = rt::set_entry({api}, {h}, {k})) {{",
-              "    int rc_;",
-              f"    if (rt::set_deferred({api}, caller_, *q_, {h}, {k}, {lang.word(v)},",
-              f"                         [=]() {{ return {lang.call_pmpi}; }}, &rc_))",
-              "      return rc_;",
-              "  }",
-              f"  return {full}({lang.args}, caller_);",
-              "}",
-              "}  // namespace",
-              "",
-              lang.signature() + " {",
-              f"  if (rt::deferring_sets()) return {deferred}({lang.args}, __builtin_return_address(0));",
-              f"  return {full}({lang.args}, __builtin_return_address(0));",
-              "}"]
-    return lines
-
-
-def split_delete(fn, lang):
-    """A C delete wrapper in two parts (as split_get): inline, a query this thread already checked
-    (set_path.hpp: checked_delete) handed to its mode's quick way (the cancelling of a deferred set
-    in shadow mode, which alone needs the library; the cursor in emulate mode); everything else
-    out of line."""
-    o, kv = require(fn, "object"), require(fn, "keyval")
-    h, k = lang.handle(o, fn["kind"]), lang.key(kv)
-    api, full, lines = out_of_line(fn, lang)
-    # (The mode tested once: checked_delete's halves written out, shadow_delete_entry and
-    # checked_set.)
-    lines += [lang.signature() + " {",
-              "  if (rt::g_shadow) {",
-              f"    if (rt::QueryCache::Entry* q_ = rt::shadow_delete_entry({api}, {h}, {k})) {{",
-              f"      const rt::Call call{{&{api}, __builtin_return_address(0)}};",
-              "      int rc_;",
-              f"      if (rt::delete_cancels_set(call, *q_, {h}, {k}, [=]() {{ return {lang.call_pmpi}; }}, &rc_)) return rc_;",
-              "    }",
-              f"  }} else if (rt::QueryCache::Entry* q_ = rt::checked_set({api}, {h}, {k})) {{",
-              f"    const rt::Call call{{&{api}, __builtin_return_address(0)}};",
-              "    int rc_;",
-              f"    if (rt::delete_emulated(call, *q_, {h}, {k}, &rc_)) return rc_;",
-              "  }",
-              f"  return {full}({lang.args}, __builtin_return_address(0));",
-              "}"]
-    return lines
-
-
 def op_enum(op):
     return "".join(part.capitalize() for part in op.split("_"))
 
@@ -588,11 +450,11 @@ def generate(spec, declared, symbols=None):
     def emit(lang, fn):  # one wrapper, in whichever binding's adapter
         nonlocal count
         if type(lang) is C and fn["op"] == "get_attr":
-            out.extend(split_get(fn, lang))
+            out.extend(split_get(fn, lang, out_of_line(fn, lang)))
         elif type(lang) is C and fn["op"] == "set_attr":
-            out.extend(split_set(fn, lang))
+            out.extend(split_set(fn, lang, out_of_line(fn, lang)))
         elif type(lang) is C and fn["op"] == "delete_attr":
-            out.extend(split_delete(fn, lang))
+            out.extend(split_delete(fn, lang, out_of_line(fn, lang)))
         else:
             out.append(lang.signature() + " {")
             out.extend(body(fn, lang))

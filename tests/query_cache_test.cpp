@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <memory>
 
 namespace {
@@ -155,4 +156,28 @@ TEST(QueryCache, OtherBindingsMeanTheSameObjectKindAndKeyvalOnly) {
   }
   QueryCache::Entry& t = cache->remember(ObjectKind::Type, Binding::FortranAint, kA, 10, 1, 7);
   EXPECT_FALSE(cache->other_pending(t));
+}
+
+// An entry's tag holds its keyval times QueryCache::kKeyMul (the product the set's hash uses, so
+// the lookup compares it as computed): the tag must still name exactly one keyval, and key()
+// must give it back, for every keyval a library hands out (negative ones included).
+TEST(QueryCache, ATagNamesExactlyItsKeyval) {
+  const int keys[] = {0, 1, 2, 10, -1, -10, 0x40000001, std::numeric_limits<int>::max(),
+                      std::numeric_limits<int>::min()};
+  for (int key : keys) {
+    auto cache = std::make_unique<QueryCache>();
+    QueryCache::Entry& e = cache->remember(kComm, Binding::C, kA, key, 1, 7);
+    EXPECT_EQ(e.key(), key);
+    EXPECT_TRUE(e.has_key(key));
+    EXPECT_FALSE(e.has_key(key ^ 1));
+    EXPECT_EQ(QueryCache::key_of(QueryCache::tag(kComm, Binding::C, key)), key);
+    EXPECT_EQ(QueryCache::tag(kComm, Binding::C, key), e.query);
+    EXPECT_EQ(cache->lookup(kComm, Binding::C, kA, key), &e);
+    EXPECT_EQ(cache->lookup(kComm, Binding::C, kA, key ^ 1), nullptr);
+    // Only keyval 0's tag is 0: the empty entry holds no other keyval's C communicator query.
+    EXPECT_EQ(QueryCache::tag(kComm, Binding::C, key) == 0, key == 0);
+  }
+  // Other kinds and bindings keep their bits above the keyval's.
+  EXPECT_EQ(QueryCache::key_of(QueryCache::tag(ObjectKind::Win, Binding::FortranInt, -7)), -7);
+  EXPECT_NE(QueryCache::tag(ObjectKind::Win, Binding::FortranInt, -7), QueryCache::tag(kComm, Binding::C, -7));
 }

@@ -21,31 +21,53 @@ namespace attrcheck::rt {
 struct PendingSets;
 
 // FastState::pending_owner: the owner of the pending sets, with the mode in the low bit (1: not
-// shadow mode), so that the C get wrappers' inline path makes one test for "shadow mode, and no
-// thread's sets pending" (word() == 0), where it made two (g_shadow; pending_elsewhere).
+// shadow mode), so that one test says "shadow mode, and no thread's sets pending" (word() == 0).
+// It also keeps the C get wrappers' version source (quick()): the engine's version counter while
+// word() == 0, else kNever, a word that no cached answer's version equals. The get wrappers'
+// inline path compares the entry's version with *quick(): one compare for "the answer is current,
+// shadow mode, no thread's sets pending", where a test of the word after the version's cost three
+// instructions more on every shadow get (emulate mode, and pending sets, take the branch where
+// they fail: the entry's version is then compared with the engine's own).
 class OwnerWord {
  public:
+  // Odd, so no answer is ever stored with it (QueryCache::remember_answer), and neither 0 (an
+  // empty entry's) nor QueryCache::kNoAnswer.
+  static constexpr std::uint64_t kNeverVersion = 1;
+
   PendingSets* load(std::memory_order order) const noexcept {
     return reinterpret_cast<PendingSets*>(word_.load(order) & ~std::uintptr_t{1});
   }
   // Whether some thread's sets are pending (load() != nullptr).
   bool any() const noexcept { return word_.load(std::memory_order_relaxed) > 1; }
-  void store(PendingSets* p, std::memory_order order) noexcept {
-    word_.store(reinterpret_cast<std::uintptr_t>(p) | not_shadow_, order);
+  [[gnu::always_inline]] void store(PendingSets* p, std::memory_order order) noexcept {
+    const std::uintptr_t w = reinterpret_cast<std::uintptr_t>(p) | not_shadow_;
+    // (The source first: a reader that sees the new word and the old source finds the old
+    // source's answer current only while the word said so too; below MPI_THREAD_MULTIPLE the
+    // program orders the calls anyway, and at MULTIPLE no set is deferred once a second thread
+    // calls.)
+    quick_.store(w == 0 ? counter_ : &kNever, std::memory_order_relaxed);
+    word_.store(w, order);
   }
   std::uintptr_t word() const noexcept { return word_.load(std::memory_order_relaxed); }
-  // At load, before any wrapper runs (runtime.cpp).
-  void set_mode(bool shadow) noexcept {
+  // The version a get's cached answer is current at in shadow mode with no sets pending.
+  const std::atomic<std::uint64_t>* quick() const noexcept { return quick_.load(std::memory_order_relaxed); }
+  // At load, before any wrapper runs (runtime.cpp); `counter`: Engine::version_counter().
+  void set_mode(bool shadow, const std::atomic<std::uint64_t>* counter) noexcept {
+    counter_ = counter;
     not_shadow_ = shadow ? 0 : 1;
-    word_.store(not_shadow_, std::memory_order_relaxed);
+    store(nullptr, std::memory_order_relaxed);
   }
 
  private:
+  [[gnu::visibility("hidden")]] static const std::atomic<std::uint64_t> kNever;
   std::atomic<std::uintptr_t> word_{1};
+  std::atomic<const std::atomic<std::uint64_t>*> quick_{&kNever};
+  const std::atomic<std::uint64_t>* counter_ = &kNever;
   std::uintptr_t not_shadow_ = 1;
 };
 
 // What the inline path reads, on one cache line; set by the runtime.
+enum : std::uint8_t { kDeferShadow = 1, kDeferEmulate = 2 };  // FastState::defer_sets
 struct alignas(64) FastState {
   const std::atomic<std::uint64_t>* version = nullptr;  // Engine::version_counter()
   const std::atomic<std::uint64_t>* layout = nullptr;   // Engine::layout_counter()
@@ -54,7 +76,9 @@ struct alignas(64) FastState {
   // Shadow and emulate mode: sets may be deferred (emulate: those that run no callback here,
   // set_path.hpp). Below MPI_THREAD_MULTIPLE no two threads call at once; at MULTIPLE only while
   // one thread calls (cleared for good when a second one does).
-  std::atomic<bool> defer_sets{false};
+  // (Nonzero: the mode's kDefer*, so that the C set wrappers' one test of it also picks the
+  // mode's quick way: gen_wrappers.py, split_set.)
+  std::atomic<std::uint8_t> defer_sets{0};
   // From MPI_THREAD_SERIALIZED: another thread may call next; it settles the sets (pending_owner).
   bool share_pending = false;
   // MPI_THREAD_MULTIPLE: the owner changes its pending sets under g_pending_gate (pending.cpp).
@@ -255,8 +279,8 @@ class OwnerGate {
 // change.
 inline const QueryCache::Entry* checked_query(const Api& api, Handle h, int key) noexcept {
   // (Another thread's pending sets may change the answer: the full hook applies them first.)
-  // The same test as fresh_query's with the get wrappers' (which test pending_owner after it):
-  // a condition added to one belongs in the other.
+  // The same test as cached_query's with the get wrappers' (whose quick_answer fails while any
+  // thread's sets are pending): a condition added to one belongs in the other.
   if (api.replacement || t_state.ctx.cb_top || pending_elsewhere()) return nullptr;
   QueryCache::Entry* q = t_state.queries.lookup(api.kind, api.binding, h, key);
   if (!q) return nullptr;
@@ -264,23 +288,27 @@ inline const QueryCache::Entry* checked_query(const Api& api, Handle h, int key)
   return QueryCache::has_answer(*q, version) || refresh_answer(*q, version) ? q : nullptr;
 }
 
-// The C get wrappers' inline first resort (gen_wrappers.py): the cached query if its answer is
-// current, or nullptr (then the wrapper's out-of-line path decides, which also refreshes an
-// out-of-date answer: checked_query). No test of the mode: t_state.ctx.cb_top == nullptr also says that
-// attrcheck is on, since with mode=off no call ever passes enter_slow, which alone clears
-// kUnchecked. Its callers then test pending_owner (another thread's pending sets may change the
-// answer: the out-of-line path applies them first): shadow_and_none_pending(), and where that
-// says no, pending_elsewhere().
-inline const QueryCache::Entry* fresh_query(const Api& api, Handle h, int key) noexcept {
+// The C get wrappers' inline first resort (gen_wrappers.py): the cached query, whatever its
+// stamps, or nullptr (then the wrapper's out-of-line path decides). No test of the mode:
+// t_state.ctx.cb_top == nullptr also says that attrcheck is on, since with mode=off no call ever
+// passes enter_slow, which alone clears kUnchecked. The callers then test quick_answer(), and
+// where it fails current_answer() and pending_elsewhere() (another thread's pending sets may
+// change the answer: the out-of-line path applies them first).
+inline const QueryCache::Entry* cached_query(const Api& api, Handle h, int key) noexcept {
   if (api.replacement || t_state.ctx.cb_top) return nullptr;  // (with the callers': checked_query's test)
-  const QueryCache::Entry* q = t_state.queries.lookup(api.kind, api.binding, h, key);
-  return q && QueryCache::has_answer(*q, g_fast.version->load(std::memory_order_acquire)) ? q : nullptr;
+  return t_state.queries.lookup(api.kind, api.binding, h, key);
 }
 
-// The C get wrappers' test after fresh_query: shadow mode, and no thread's sets pending (then its
-// answer is cross-checked without more ado). Else emulate mode answers, and shadow mode with this
-// thread's own sets pending cross-checks as usual (it holds them), unless pending_elsewhere().
-inline bool shadow_and_none_pending() noexcept { return g_fast.pending_owner.word() == 0; }
+// Whether q's answer is current, in shadow mode with no thread's sets pending (OwnerWord::quick):
+// then the C get wrappers cross-check it without more ado. Else emulate mode answers, and shadow
+// mode with this thread's own sets pending cross-checks as usual (it holds them), if
+// current_answer() and not pending_elsewhere().
+inline bool quick_answer(const QueryCache::Entry& q) noexcept {
+  return QueryCache::has_answer(q, g_fast.pending_owner.quick()->load(std::memory_order_acquire));
+}
+inline bool current_answer(const QueryCache::Entry& q) noexcept {
+  return QueryCache::has_answer(q, g_fast.version->load(std::memory_order_acquire));
+}
 
 // The get wrappers' out-pointers, kept on the stack across the library's call (keep_in_memory
 // before and after it): two stores and two loads, where gcc otherwise gave them two callee-saved
@@ -344,8 +372,20 @@ inline bool same_answer(Binding as, const void* value_out, int flag, int model_f
 // (The model's flag is 0 or 1, like the libraries' own: equal flags settle it in one compare.
 // Flags that differ, say 2 for 1, are left to compare_with_model, which also takes a nonzero
 // flag as "present": *flag is then read once, in one compare with the entry's.)
+// (rc is tested in an asm statement: from `rc == MPI_SUCCESS` gcc knew the wrapper returns 0 and
+// made it again, an `xor` on every get, where rc is still in the return register.)
+[[gnu::always_inline]] inline bool succeeded(int rc) noexcept {
+  static_assert(MPI_SUCCESS == 0, "succeeded() tests rc against 0");
+#if defined(__x86_64__) && defined(__GCC_ASM_FLAG_OUTPUTS__)
+  bool zero;
+  __asm__("testl %1, %1" : "=@ccz"(zero) : "r"(rc));
+  return zero;
+#else
+  return rc == MPI_SUCCESS;
+#endif
+}
 inline bool agrees(Binding as, const QueryCache::Entry& q, int rc, const void* value_out, const int* flag) noexcept {
-  if (rc != MPI_SUCCESS || *flag != q.flag) return false;
+  if (!succeeded(rc) || *flag != q.flag) return false;
   // (A get of a value that is there is the one laid out straight.)
   return __builtin_expect(q.flag != 0, 1) ? same_answer(as, value_out, 1, 1, q.word) : true;
 }

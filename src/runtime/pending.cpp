@@ -136,7 +136,7 @@ void settle_elsewhere() noexcept {
   GateLock lock;
   // MPI_THREAD_MULTIPLE: a second thread calls MPI (or finds another's sets pending): no set is
   // deferred from now on.
-  if (g_fast.gate_pending) g_fast.defer_sets.store(false, std::memory_order_relaxed);
+  if (g_fast.gate_pending) g_fast.defer_sets.store(0, std::memory_order_relaxed);
   PendingSets* o = g_fast.pending_owner.load(std::memory_order_acquire);
   if (o == &t_state.pending) {
     apply_own();  // (own sets: settle() normally takes them; none left: just releases)

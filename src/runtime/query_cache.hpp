@@ -28,11 +28,28 @@ class QueryCache {
   // An entry's version when it holds no answer: odd, so no answer is ever stored with it, and
   // out of reach, so no version read from the engine (even an odd one, mid-change) equals it.
   static constexpr std::uint64_t kNoAnswer = ~0ULL;
+  // A query's keyval as its tag and its set's hash hold it: times kKeyMul (odd, so invertible:
+  // kKeyInverse undoes it).
+  static constexpr std::uint32_t kKeyMul = 0x9E3779B1u, kKeyInverse = 0x0E8B2F51u;
+  static_assert(kKeyMul * kKeyInverse == 1u, "kKeyInverse is kKeyMul's inverse mod 2^32");
+  static std::uint32_t key_word(int key) noexcept { return static_cast<std::uint32_t>(key) * kKeyMul; }
+  // key_word(key), zero-extended, as the lookup compares it with an entry's tag. (Made by a 32-bit
+  // imul written out, which zero-extends its result: from the C++ product gcc made the product,
+  // then moved it to another register to zero-extend it, one instruction more on every lookup.)
+  static std::uint64_t key_tag(int key) noexcept {
+#if defined(__x86_64__)
+    std::uint64_t w;
+    __asm__("imull %2, %k1, %k0" : "=r"(w) : "r"(key), "i"(static_cast<std::int32_t>(kKeyMul)));
+    return w;
+#else
+    return key_word(key);
+#endif
+  }
 
   // One cache line.
   struct alignas(64) Entry {
     Handle object = 0;
-    std::uint64_t query = 0;    // the keyval, kind and binding (query_tag)
+    std::uint64_t query = 0;    // the keyval (times kKeyMul), kind and binding (query_tag)
     std::uint64_t version = 0;  // the engine version the answer was read at (even); kNoAnswer: none
     std::uint64_t word = 0;     // the answer's value, as the binding reads it (low bytes)
     // cursor.layout: the stamp the query was found valid at. A query also found valid for a set
@@ -47,14 +64,22 @@ class QueryCache {
 
     std::uint64_t layout() const noexcept { return cursor.layout; }
 
-    int key() const noexcept { return static_cast<int>(static_cast<std::uint32_t>(query)); }
+    int key() const noexcept { return key_of(query); }
+    // Whether the entry's keyval is `key` (its kind and binding aside).
+    bool has_key(int key) const noexcept { return static_cast<std::uint32_t>(query) == key_word(key); }
     ObjectKind kind() const noexcept { return static_cast<ObjectKind>((query >> 34) & 3); }
     Binding binding() const noexcept { return static_cast<Binding>((query >> 32) & 3); }
   };
 
+  // An entry's `query` for (kind, b, key), as lookup() compares it (key_of undoes it).
+  static std::uint64_t tag(ObjectKind kind, Binding b, int key) noexcept { return query_tag_of(kind, b, key_tag(key)); }
+  static int key_of(std::uint64_t query) noexcept {
+    return static_cast<int>(static_cast<std::uint32_t>(query) * kKeyInverse);
+  }
+
   // Whether `e` holds the query (kind, b, h, key), whatever its stamps.
   static bool holds(const Entry& e, ObjectKind kind, Binding b, Handle h, int key) noexcept {
-    return e.object == h && e.query == query_tag(kind, b, key);
+    return e.object == h && e.query == query_tag_of(kind, b, key_tag(key));
   }
 
   // The entry for a query, whatever its stamps, or nullptr.
@@ -62,9 +87,10 @@ class QueryCache {
     // (No register forced for the set's address any more, as one was while the cache was a
     // thread-local of its own, which gcc otherwise addressed twice: in the thread-local block gcc
     // forms it with one lea into the register the entry stays in, one instruction less.)
-    Entry* set = set_of(h, key);
-    if (holds(set[0], kind, b, h, key)) return &set[0];
-    if (holds(set[1], kind, b, h, key)) return &set[1];
+    const std::uint64_t tag = query_tag_of(kind, b, key_tag(key));
+    Entry* set = set_of_word(h, static_cast<std::uint32_t>(tag));
+    if (__builtin_expect(set[0].object == h && set[0].query == tag, 1)) return &set[0];
+    if (set[1].object == h && set[1].query == tag) return &set[1];
     return nullptr;
   }
 
@@ -116,7 +142,9 @@ class QueryCache {
 
   // Drops the answers of the entries for the same object and keyval in other bindings (their
   // answers change with e's). (e: an entry of this cache.)
-  static void drop_other_answers(const Entry& e) noexcept {
+  // (always_inline: on the path of every first deferred set; gcc stopped inlining it when the
+  // set wrappers' functions grew, a call and a return more, ~7 instructions.)
+  [[gnu::always_inline]] static void drop_other_answers(const Entry& e) noexcept {
     Entry& x = other_way(e);
     if (other_binding(x, e)) x.version = kNoAnswer;
   }
@@ -137,18 +165,25 @@ class QueryCache {
     // live object's handle, which no library makes 0.)
     return &x != &e && x.object == e.object && ((x.query ^ e.query) & ~(std::uint64_t{3} << 32)) == 0;
   }
-  // The keyval in the low half, the kind and binding in the high one. For a C call on a
-  // communicator the high half is 0: the wrappers build the tag in one instruction (the keyval
-  // zero-extended). An empty entry (all zeros) then holds the query (handle 0, C, communicator,
-  // keyval 0), which no correct call makes (no library's handle is 0), and if one did, the entry
+  // The keyval in the low half (times kKeyMul, as set_of hashes it: the lookup compares the tag
+  // with the product it hashed, already zero-extended, where the keyval itself took a move more
+  // on every lookup; the multiplication is invertible, so the tag still names the keyval), the
+  // kind and binding in the high one. For a C call on a communicator the high half is 0: the
+  // wrappers build the tag with the hash's multiplication. An empty entry (all zeros) then holds
+  // the query (handle 0, C, communicator, keyval 0), which no correct call makes (no library's
+  // handle is 0), and if one did, the entry
   // would still answer nothing: its layout stamp 0 is no layout_version() (which starts at 1),
   // and its version 0 is behind the engine's by the time the cache is read (a thread reads it once
   // a call has found MPI running, and MPI_Init's registrations of MPI_COMM_WORLD, MPI_COMM_SELF
   // and the predefined keyvals moved the version). No entry holding an answer, a cursor or a
   // pending set is that query (each was found valid: a live object's handle, never 0).
   static std::uint64_t query_tag(ObjectKind kind, Binding b, int key) noexcept {
+    return query_tag_of(kind, b, key_word(key));
+  }
+  // (`tag`: key_word's, zero-extended.)
+  static std::uint64_t query_tag_of(ObjectKind kind, Binding b, std::uint64_t tag) noexcept {
     const std::uint64_t high = (static_cast<std::uint32_t>(kind) << 2) | static_cast<std::uint32_t>(b);
-    return (high << 32) | static_cast<std::uint32_t>(key);
+    return (high << 32) | tag;
   }
   // The keyval's multiple is added, not mixed in any other way: for one object, consecutive keyvals
   // then land on a Weyl sequence of sets (k * K1 * K2), spread evenly whatever the handle is, so a
@@ -156,8 +191,9 @@ class QueryCache {
   // (a xor here made that depend on where the object happened to be allocated). The second
   // multiplication carries every bit into the top ones, which pick the set. The handle's upper 32
   // bits are left out: a collision costs a miss, never a wrong answer (the entry holds the query).
-  Entry* set_of(Handle h, int key) noexcept {
-    const std::uint32_t x = static_cast<std::uint32_t>(h) + static_cast<std::uint32_t>(key) * 0x9E3779B1u;
+  Entry* set_of(Handle h, int key) noexcept { return set_of_word(h, key_word(key)); }
+  Entry* set_of_word(Handle h, std::uint32_t key_word) noexcept {
+    const std::uint32_t x = static_cast<std::uint32_t>(h) + key_word;
     return sets_[(x * 0x85EBCA6Bu) >> (32 - kSetBits)];
   }
 

@@ -220,6 +220,7 @@ std::atomic<Runtime*> g_runtime{nullptr};
 bool g_off = false;
 bool g_shadow = false;
 FastState g_fast;
+const std::atomic<std::uint64_t> OwnerWord::kNever{OwnerWord::kNeverVersion};
 
 Runtime& create_state() noexcept {
   // Never destroyed: it must outlive atexit handlers and late callbacks.
@@ -246,7 +247,7 @@ Runtime& create_state() noexcept {
     g_fast.layout = rt->engine->layout_counter();
     g_off = rt->mode == Mode::Off;
     g_shadow = rt->mode == Mode::Shadow;
-    g_fast.pending_owner.set_mode(g_shadow);
+    g_fast.pending_owner.set_mode(g_shadow, g_fast.version);
     return rt;
   }();
   g_runtime.store(r, std::memory_order_release);
@@ -554,7 +555,7 @@ void started(int provided) {
   const bool defer = r.mode == Mode::Shadow || r.mode == Mode::Emulate;
   g_fast.share_pending = defer && provided >= MPI_THREAD_SERIALIZED;
   g_fast.gate_pending = defer && provided >= MPI_THREAD_MULTIPLE;
-  g_fast.defer_sets.store(defer, std::memory_order_relaxed);
+  g_fast.defer_sets.store(defer ? (g_shadow ? kDeferShadow : kDeferEmulate) : 0, std::memory_order_relaxed);
   r.world = handle(MPI_COMM_WORLD);
   r.self = handle(MPI_COMM_SELF);
   PMPI_Comm_rank(MPI_COMM_WORLD, &r.run.rank);

@@ -45,7 +45,7 @@ template <bool kShared>
   // Nothing moved while the library ran (callbacks may call MPI): the entry still holds this
   // query, and its answer is still current.
   if (q.version != version || g_fast.version->load(std::memory_order_acquire) != version || q.object != h ||
-      q.key() != key)
+      !q.has_key(key))
     return false;
   const Replay& replay = scope.replay();
   const std::size_t n = replay.seen.size();
@@ -111,10 +111,12 @@ inline int set_emulated(const Call& call, QueryCache::Entry& q, Handle h, int ke
 }
 
 // The C set wrappers' first test (gen_wrappers.py): whether a set may be deferred (shadow or
-// emulate mode, while sets are; defer_sets is never set with mode=off). If so the wrapper's
-// `_deferred` part tries set_entry + set_deferred, else its out-of-line part decides. No test of the mode beyond
-// defer_sets: t_state.ctx.cb_top == nullptr also says that attrcheck is on (fresh_query).
-inline bool deferring_sets() noexcept { return g_fast.defer_sets.load(std::memory_order_relaxed); }
+// emulate mode, while sets are; defer_sets is never set with mode=off), and in which mode: 0, or
+// kDeferShadow (then the wrapper's `_deferred` part tries set_entry + set_deferred) or
+// kDeferEmulate (its `_emulated` part: set_entry + set_deferred_emulated); else its out-of-line
+// part decides. No test of the mode beyond defer_sets: t_state.ctx.cb_top == nullptr also says
+// that attrcheck is on (cached_query).
+inline std::uint8_t deferring_sets() noexcept { return g_fast.defer_sets.load(std::memory_order_relaxed); }
 
 // A shadow set of checked_set's entry `q` once the call is in scope: the library's set, then,
 // if the answer (the value the set replaces) was `known` at `version`, the set deferred, else (or
@@ -131,36 +133,69 @@ template <typename Forward>
   return mirror_library_set(call, h, key, word, rc, replay);
 }
 
-// C binding, shadow mode: set_cached's common case, inline in the wrapper with the library call
-// by value (no FnRef): a set of checked_set's entry `q` whose answer is current. False, with
-// nothing done, if the answer is not (then the wrapper's out-of-line path decides, which also
-// refreshes it: set_cached); true: the call was made, and *rc is what it returns. Emulate mode:
-// set_emulated, its deferral inline.
+// set_deferred's shadow set of a keyval without a user delete function (q.user_delete false):
+// the library's set can run no callback of ours (it runs the old value's delete function only,
+// which for this keyval is the library's own or none: hooks.cpp gives the library a trampoline
+// only for a user function), so there is nothing to collect and nothing a callback could name:
+// no call scope, no replay scope, no rt::Call, on the way to the library and back. (A get, which
+// runs no callback either, has never had them.) Deferred as defer_set defers it (nothing ran);
+// otherwise mirrored with an empty replay, which is what one would have collected. (~20
+// instructions a set: the scopes' stores and restores and the registers they kept.)
+template <typename Forward>
+[[gnu::always_inline]] inline int forward_plain_set(const Api& api, const void* caller, QueryCache::Entry& q, Handle h,
+                                                    std::uint64_t query, std::uint64_t word, Forward& forward) {
+  const int rc = forward();
+  // Nothing moved while the library ran, as defer_set checks (no callback of ours ran, but the
+  // library might call MPI itself): the entry still holds the query, and its answer is current.
+  // (Current now, rather than the version read before the call: the same for the deferral,
+  // which needs the engine to hold the answer the entry holds, and one register fewer kept
+  // across the library's call; so is the keyval, kept as the entry's tag, `query`.)
+  if (__builtin_expect(rc == MPI_SUCCESS, 1) && q.object == h && q.query == query &&
+      QueryCache::has_answer(q, g_fast.version->load(std::memory_order_acquire)) &&
+      (g_fast.share_pending ? record_pending<true>(q, word, caller, false)
+                            : record_pending<false>(q, word, caller, false)))
+    return rc;
+  const Call call{&api, caller};
+  CallScope scope(call);
+  ReplayScope replay(call, false);
+  return mirror_library_set(call, h, QueryCache::key_of(query), word, rc, replay);
+}
+
+// C binding, the quick ways of a set of set_entry's entry `q`, inline in the wrapper's function for
+// its mode (gen_wrappers.py: split_set, which picks it by deferring_sets()), with the library
+// call by value (no FnRef). False, with nothing done, if the quick way does not serve (then the
+// wrapper's out-of-line path decides, which also refreshes an answer out of date: set_cached);
+// true: the call was made, and *rc is what it returns.
 // `q`: set_entry's, whose layout stamp is not checked yet: in shadow mode a current answer vouches
 // for it (every layout change is a version change), emulate mode checks it here.
+// Emulate mode: set_emulated, its deferral inline.
+template <typename Forward>
+[[gnu::always_inline]] inline bool set_deferred_emulated(const Api& api, const void* caller, QueryCache::Entry& q,
+                                                         Handle h, int key, std::uint64_t word, Forward forward,
+                                                         int* rc) {
+  if (q.layout() != layout_stamp()) return false;
+  // set_emulated's body, written out: calling it (it takes the library call as a FnRef, built
+  // before the deferral test) cost Open MPI's emulate set [pre] 102 -> 132 instructions, and
+  // 106 with set_emulated always_inline, where MPICH's emulate set + delete [user] also went
+  // 375 -> 383 (callgrind, session 10).
+  const Call call{&api, caller};
+  if (__builtin_expect(defer_emulated_set(call, q, word), 1)) {
+    *rc = MPI_SUCCESS;
+  } else {
+    *rc = set_emulated_undeferred(call, q, h, key, word, forward);
+  }
+  return true;
+}
+// Shadow mode: set_cached's common case, a set whose answer is current.
 template <typename Forward>
 [[gnu::always_inline]] inline bool set_deferred(const Api& api, const void* caller, QueryCache::Entry& q, Handle h,
                                                 int key, std::uint64_t word, Forward forward, int* rc) {
-  if (!g_shadow) {
-    if (q.layout() != layout_stamp()) return false;
-    // set_emulated's body, written out: calling it (it takes the library call as a FnRef, built
-    // before the deferral test) cost Open MPI's emulate set [pre] 102 -> 132 instructions, and
-    // 106 with set_emulated always_inline, where MPICH's emulate set + delete [user] also went
-    // 375 -> 383 (callgrind, session 10).
-    // (The FnRef takes a copy's address: taking `forward`'s made gcc keep the library call's
-    // arguments in memory on the shadow path too, three stores before the mode test and three
-    // loads before the library's call.)
-    const Call call{&api, caller};
-    if (__builtin_expect(defer_emulated_set(call, q, word), 1)) {
-      *rc = MPI_SUCCESS;
-    } else {
-      Forward copy = forward;
-      *rc = set_emulated_undeferred(call, q, h, key, word, copy);
-    }
-    return true;
-  }
   const std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
   if (!QueryCache::has_answer(q, version)) return false;
+  if (__builtin_expect(!q.user_delete, 1)) {
+    *rc = forward_plain_set(api, caller, q, h, QueryCache::tag(api.kind, api.binding, key), word, forward);
+    return true;
+  }
   const Call call{&api, caller};
   CallScope scope(call);
   *rc = forward_then_defer(call, q, h, key, word, version, true, forward);
@@ -241,23 +276,31 @@ template <typename Forward>
   const std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
   const std::uint8_t pending = q.pending;
   if (!pending || !QueryCache::has_answer(q, version) || !t_state.pending.sets[pending - 1].inserted) return false;
-  CallScope scope(call);
   const int engine_key = q.engine_key;
-  const std::uint64_t word = q.word;
-  const bool user_delete = q.user_delete;
   t_state.ctx.adopted.set = false;
+  if (__builtin_expect(!q.user_delete, 1)) {
+    // No callback of ours can run (as for forward_plain_set): no scopes on the way to the library.
+    *rc = forward();
+    if (__builtin_expect(*rc == MPI_SUCCESS && q.pending == pending && q.object == h && q.has_key(key) &&
+                             g_fast.version->load(std::memory_order_acquire) == version, 1) &&
+        (g_fast.share_pending ? cancel_pending<true>(q, pending) : cancel_pending<false>(q, pending)))
+      return true;
+    CallScope scope(call);
+    ReplayScope replay(call, false);
+    *rc = delete_not_cancelled(call, h, key, engine_key, *rc, replay);
+    return true;
+  }
+  CallScope scope(call);
+  const std::uint64_t word = q.word;
   ReplayScope replay(call, false);
   *rc = forward();
-  // Nothing moved while the library ran (its callback may call MPI, which applies the set).
-  bool plain = *rc == MPI_SUCCESS && q.pending == pending && q.object == h && q.key() == key &&
+  // Nothing moved while the library ran (its callback may call MPI, which applies the set), and
+  // the library ran the set value's delete callback, successfully.
+  bool plain = *rc == MPI_SUCCESS && q.pending == pending && q.object == h && q.has_key(key) &&
                g_fast.version->load(std::memory_order_acquire) == version;
   if (__builtin_expect(plain, 1)) {
     const Replay& seen = replay.replay();
-    if (user_delete) {
-      plain = seen.seen.size() == 1 && ran_as_expected(*seen.seen.begin(), h, engine_key, word);
-    } else {
-      plain = seen.seen.size() == 0;
-    }
+    plain = seen.seen.size() == 1 && ran_as_expected(*seen.seen.begin(), h, engine_key, word);
   }
   if (__builtin_expect(plain, 1) &&
       (g_fast.share_pending ? cancel_pending<true>(q, pending) : cancel_pending<false>(q, pending))) {

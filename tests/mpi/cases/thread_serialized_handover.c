@@ -5,8 +5,9 @@
 /* MPI_THREAD_SERIALIZED, sets one thread makes and another thread reads next. In shadow mode a
  * run of sets is checked at once and applied to attrcheck's engine later (deferred sets); at
  * SERIALIZED whichever thread calls MPI next must see them: its gets, a delete (its delete
- * callback gets the value the other thread set), a dup (copy callbacks), a set replacing one, and
- * sets left pending by a thread that has exited since. Every answer is printed and must be the
+ * callback gets the value the other thread set), a dup (copy callbacks), a set replacing one,
+ * sets left pending by a thread that has exited since, and a get of a query whose cached answer
+ * another thread's pending set made stale. Every answer is printed and must be the
  * native run's; a model that missed a set would also report impl.divergence (the case is clean).
  * The threads take turns strictly (each phase is joined before the next starts, or handed over
  * with a mutex and condition variable). */
@@ -92,6 +93,29 @@ static int turn;
 enum { ROUNDS = 50 };
 static long wrong;
 
+static void wait_turn(int me) {
+  pthread_mutex_lock(&mu);
+  while (turn != me) pthread_cond_wait(&cv, &mu);
+  pthread_mutex_unlock(&mu);
+}
+static void give_turn(int other) {
+  pthread_mutex_lock(&mu);
+  turn = other;
+  pthread_cond_broadcast(&cv);
+  pthread_mutex_unlock(&mu);
+}
+
+/* Reads key 0 twice, the main thread's set in between (turns: this thread is 1). */
+static void* get_twice(void* arg) {
+  (void)arg;
+  wait_turn(1);
+  say("B", "get", get(comm, keys[0]));
+  give_turn(0);
+  wait_turn(1);
+  say("B", "get after main's set", get(comm, keys[0]));
+  return NULL;
+}
+
 static void* alternate(void* arg) {
   const int me = (int)(long)arg;
   for (int r = 0; r < ROUNDS; ++r) {
@@ -154,6 +178,21 @@ int main(int argc, char** argv) {
   say_callbacks("main, sets");
   pthread_create(&b, NULL, use_all, NULL);
   pthread_join(b, NULL);
+
+  /* A get of a query whose cached answer is current for the engine while another thread's set
+     of it is pending: B reads key 0 (its first call applies the main thread's sets), then the
+     main thread replaces it, deferred, and B reads it again. B's answer must not be
+     cross-checked from its cache (the get wrappers' quick version source is a never-current
+     word while any thread's sets are pending). */
+  MPI_Comm_set_attr(comm, keys[0], (void*)401);
+  MPI_Comm_set_attr(comm, keys[0], (void*)402);
+  turn = 1;
+  pthread_create(&b, NULL, get_twice, NULL);
+  wait_turn(0);
+  MPI_Comm_set_attr(comm, keys[0], (void*)555);
+  give_turn(1);
+  pthread_join(b, NULL);
+  say("main", "get after B's gets", get(comm, keys[0]));
 
   MPI_Comm_free(&comm);
   say_callbacks("main, free");
