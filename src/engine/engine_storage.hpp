@@ -43,12 +43,21 @@ class WriteSection {
  public:
   explicit WriteSection(std::atomic<std::uint64_t>& seq, std::atomic<std::uint64_t>* layout = nullptr) noexcept
       : seq_(seq), layout_(layout) {
-    const std::uint64_t s = seq_.load(std::memory_order_relaxed);
+    open(seq_);
+  }
+  // A section written out by a path that keeps no object for it (the free's quick step): open
+  // returns the counter as it was, close(seq, open's value) ends the section.
+  static std::uint64_t open(std::atomic<std::uint64_t>& seq) noexcept {
+    const std::uint64_t s = seq.load(std::memory_order_relaxed);
 #ifdef ATTRCHECK_CHECK_WRITE_SECTIONS
     if (s & 1) g_nested_write_sections.fetch_add(1, std::memory_order_relaxed);
 #endif
-    seq_.store(s + 1, std::memory_order_relaxed);
+    seq.store(s + 1, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_release);
+    return s;
+  }
+  static void close(std::atomic<std::uint64_t>& seq, std::uint64_t opened_at) noexcept {
+    seq.store(opened_at + 2, std::memory_order_release);
   }
   ~WriteSection() {
     seq_.store(seq_.load(std::memory_order_relaxed) + 1, std::memory_order_release);

@@ -547,16 +547,11 @@ const DeleteCall* Engine::Impl::free_step(void* ctx, int rc, bool threw) {
     if (__builtin_expect(d.user && k->state.load(std::memory_order_relaxed) != kKeyFreed, 1)) {
       AttrTable* const t = r->t;
       std::atomic<std::uint64_t>& seq = r->impl->seq_;
-      // (A write section written out: its writers serialized and none open around it, the counter
-      // ends two past where it was.)
-      const std::uint64_t s = seq.load(std::memory_order_relaxed);
-#ifdef ATTRCHECK_CHECK_WRITE_SECTIONS
-      if (s & 1) g_nested_write_sections.fetch_add(1, std::memory_order_relaxed);
-#endif
-      seq.store(s + 1, std::memory_order_relaxed);
-      std::atomic_thread_fence(std::memory_order_release);
+      // (A write section without an object: its writers serialized and none open around it, the
+      // counter ends two past where it was.)
+      const std::uint64_t s = WriteSection::open(seq);
       mark_dead(r->o, t, &t->recs[plan[next].slot]);
-      seq.store(s + 2, std::memory_order_release);
+      WriteSection::close(seq, s);
       --k->attributes;
       r->next = next - 1;
       return &d.call;  // (its kind, object and cause not read)
