@@ -157,13 +157,7 @@ Result Engine::Impl::dup_object(ObjectKind kind, Handle old_h, Handle new_h, Ori
       AttrRec* const out = ct->recs.get();
       for (std::size_t i = 0; i < n_steps; ++i) {
         const CopyStep& st = step[i];
-        const AttrRec& rec = src[st.slot];
-        AttrRec& dst = out[st.slot];
-        dst.key.store(st.key, std::memory_order_relaxed);
-        dst.meta.store(rec.meta.load(std::memory_order_relaxed), std::memory_order_relaxed);  // (C: no cell)
-        dst.value.store(st.word, std::memory_order_relaxed);
-        dst.set_at = origin;
-        dst.order = rec.order;
+        out[st.slot].copy_as_dup(src[st.slot], origin);  // (C: no cell; the key and value the plan's)
         if (st.keyval) ++st.keyval->attributes;
       }
       ct->count = static_cast<std::uint32_t>(n_steps);
