@@ -654,6 +654,20 @@ struct Engine::Impl : AttrStore {
   template <bool kRuns>
   int copy_same_slots(const AttrTable* t, AttrTable* ct, const RanCopy* ran, const std::uint32_t* run_of,
                       Origin origin, FlatStep* flat, bool* flat_free);
+  // A copy whose records are the old table's n, as a plan lists them (CopyStep, FlatStep: a slot
+  // and a keyval, nullptr for a predefined attribute): each into the same slot of the clean table
+  // `ct`, set where the dup was, counted on its keyval. (dup_object's quick copy, dup_flat.)
+  template <typename Step>
+  static void place_as_is(const Step* steps, std::size_t n, const AttrTable* t, AttrTable* ct, Origin origin) {
+    const AttrRec* const src = t->recs.get();
+    AttrRec* const out = ct->recs.get();
+    for (std::size_t i = 0; i < n; ++i) {
+      const Step& st = steps[i];
+      out[st.slot].copy_as_dup(src[st.slot], origin);
+      if (st.keyval) ++st.keyval->attributes;
+    }
+    ct->count = static_cast<std::uint32_t>(n);
+  }
   // dup_plain and free_plain through an object's flat plan (ObjectSlot::flat_plan).
   bool dup_flat(ObjectKind kind, ObjectSlot* old, const AttrTable* t, Handle new_h, Origin origin);
   void give_flat_plan(const ObjectSlot* old, ObjectSlot* fresh, std::uint32_t n);

@@ -151,40 +151,31 @@ Result Engine::Impl::dup_object(ObjectKind kind, Handle old_h, Handle new_h, Ori
   // the plan says so), as it checks each outcome. (A pass over the outcomes here cost ~16
   // instructions an attribute, MPICH emulate dup + free [user], callgrind.)
   if (plain_plan && ran == n_calls && as_given && n_steps) {
-    {
-      AttrTable* ct = take_table(32 - t->shift);
-      const AttrRec* const src = t->recs.get();
-      AttrRec* const out = ct->recs.get();
-      for (std::size_t i = 0; i < n_steps; ++i) {
-        const CopyStep& st = step[i];
-        out[st.slot].copy_as_dup(src[st.slot], origin);  // (C: no cell; the key and value the plan's)
-        if (st.keyval) ++st.keyval->attributes;
-      }
-      ct->count = static_cast<std::uint32_t>(n_steps);
-      fresh->set_order.assign(order.begin(), order.end());
-      fresh->next_order = old->next_order;
-      // Its free's plan is the old object's (the same records in the same slots, keyvals and
-      // values), made once for the old one. (Not from a callback of a dup or free of the old
-      // object, which may be walking its plan: the copy then walks its own list.)
-      if (keep_plan) {
-        if (!old->del_plan_ok) make_delete_plan(old);
-        fresh->del_plan.assign(old->del_plan.begin(), old->del_plan.end());
-        fresh->del_plan_ok = true;
-      }
-      outcome_pool_.give(std::move(outcomes));
-      if (!keep_plan) {
-        step_pool_.give(std::move(steps));
-        call_pool_.give(std::move(calls));
-      }
-      {
-        WriteSection ws(seq_);
-        fresh->table.store(ct, std::memory_order_release);
-      }
-      fresh->set_order_ok = true;
-      old->mutating = old_holder;
-      fresh->mutating = nullptr;
-      return {};
+    AttrTable* ct = take_table(32 - t->shift);
+    place_as_is(step, n_steps, t, ct, origin);  // (C: no cell; the key and value the plan's)
+    fresh->set_order.assign(order.begin(), order.end());
+    fresh->next_order = old->next_order;
+    // Its free's plan is the old object's (the same records in the same slots, keyvals and
+    // values), made once for the old one. (Not from a callback of a dup or free of the old
+    // object, which may be walking its plan: the copy then walks its own list.)
+    if (keep_plan) {
+      if (!old->del_plan_ok) make_delete_plan(old);
+      fresh->del_plan.assign(old->del_plan.begin(), old->del_plan.end());
+      fresh->del_plan_ok = true;
     }
+    outcome_pool_.give(std::move(outcomes));
+    if (!keep_plan) {
+      step_pool_.give(std::move(steps));
+      call_pool_.give(std::move(calls));
+    }
+    {
+      WriteSection ws(seq_);
+      fresh->table.store(ct, std::memory_order_release);
+    }
+    fresh->set_order_ok = true;
+    old->mutating = old_holder;
+    fresh->mutating = nullptr;
+    return {};
   }
   // 3. The copies, in set order, up to the first failure. Each goes into the same slot of a clean
   // table of the old one's size, as dup_plain's do: no probing, and where every attribute is

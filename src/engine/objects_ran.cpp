@@ -250,15 +250,7 @@ bool Engine::Impl::dup_flat(ObjectKind kind, ObjectSlot* old, const AttrTable* t
   fresh->next_order = old->next_order;
   if (n == 0) return true;
   AttrTable* ct = take_table(32 - t->shift);
-  const AttrRec* const src = t->recs.get();
-  AttrRec* const out = ct->recs.get();
-  const FlatStep* const plan = old->flat_plan.data();
-  for (std::uint32_t j = 0; j < n; ++j) {
-    const FlatStep& s = plan[j];
-    out[s.slot].copy_as_dup(src[s.slot], origin);
-    if (s.keyval) ++s.keyval->attributes;
-  }
-  ct->count = n;
+  place_as_is(old->flat_plan.data(), n, t, ct, origin);
   give_flat_plan(old, fresh, n);
   WriteSection ws(seq_);
   fresh->table.store(ct, std::memory_order_release);
