@@ -10,6 +10,11 @@
 // in shadow mode the replay, which reports what differs). (MPICH, shadow, 64 attributes with user
 // callbacks: the replayed dup + free cost ~110k instructions of which ~75k per-attribute replay;
 // callgrind.)
+// An object whose dup went the plain way keeps a plan of it (ObjectSlot::flat_plan; with runs, a
+// run plan: the runs' records in the order the library ran them), which the next dup whose runs
+// follow it, and the frees of the copies, which get it, take instead of matching and walking:
+// dup_flat / dup_runs, runs_as_planned + free_flat. (MPICH shadow dup + free [user], 64
+// attributes: the mirror ~12.8k -> ~4.4k instructions, callgrind.)
 #include <algorithm>
 #include <vector>
 
