@@ -649,11 +649,12 @@ struct Engine::Impl : AttrStore {
   // with n == 0, a dup or free with no user callback to call. False: nothing changed.
   bool dup_plain(ObjectKind kind, ObjectSlot* old, Handle new_h, const RanCopy* ran, std::size_t n, Origin origin);
   bool free_plain(ObjectSlot* o, std::uint32_t slot, const RanDelete* ran, std::size_t n);
-  // (Without runs, it writes the old object's flat plan in `flat`, sized for its attributes, and
-  // whether none of them has a user delete function in `flat_free`.)
+  // (It writes the old object's flat plan in `flat`, sized for its attributes: with runs, the
+  // run plan of the n runs; and in `flat_free` whether exactly the attributes with runs have a
+  // user delete function.)
   template <bool kRuns>
   int copy_same_slots(const AttrTable* t, AttrTable* ct, const RanCopy* ran, const std::uint32_t* run_of,
-                      Origin origin, FlatStep* flat, bool* flat_free);
+                      std::uint32_t n, Origin origin, FlatStep* flat, bool* flat_free);
   // A copy whose records are the old table's n, as a plan lists them (CopyStep, FlatStep: a slot
   // and a keyval, nullptr for a predefined attribute): each into the same slot of the clean table
   // `ct`, set where the dup was, counted on its keyval. (dup_object's quick copy, dup_flat.)
@@ -670,6 +671,10 @@ struct Engine::Impl : AttrStore {
   }
   // dup_plain and free_plain through an object's flat plan (ObjectSlot::flat_plan).
   bool dup_flat(ObjectKind kind, ObjectSlot* old, const AttrTable* t, Handle new_h, Origin origin);
+  // ... and with runs, through its run plan (false: nothing changed).
+  bool dup_runs(ObjectKind kind, ObjectSlot* old, const AttrTable* t, Handle new_h, const RanCopy* ran, std::size_t n,
+                Origin origin);
+  bool runs_as_planned(const ObjectSlot* o, const AttrTable* t, const RanDelete* ran, std::size_t n) const;
   void give_flat_plan(const ObjectSlot* old, ObjectSlot* fresh, std::uint32_t n);
   void free_flat(ObjectSlot* o, AttrTable* t);
   template <bool kRuns>

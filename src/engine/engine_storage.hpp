@@ -266,10 +266,12 @@ struct DeleteStep {
 };
 
 // One attribute of an object's flat plan (ObjectSlot::flat_plan): its record's index in the
-// object's table and its keyval (nullptr: a predefined attribute).
+// object's table, its keyval (nullptr: a predefined attribute) and its key (what a run it stands
+// for names: compared without reading the record). (16 bytes, as without the key.)
 struct FlatStep {
   KeyvalSlot* keyval;
   std::uint32_t slot;
+  KeyvalId key;
 };
 
 struct ObjectSlot {
@@ -309,7 +311,15 @@ struct ObjectSlot {
   // through it and the free of either drops them through it, neither looking at an empty slot or
   // a keyval's callbacks again (a keyval's callbacks do not change while an attribute holds it).
   // flat_free: no attribute has a user delete function (a free calls nothing).
+  // A run plan is a flat plan whose first flat_runs steps are the attributes whose user copy
+  // callbacks another cache ran (Engine::dup_object_ran: shadow mode), in the order it ran them,
+  // made by a dup that mirrored those runs the plain way (each copied with flag 1); the rest are
+  // copied as they are, in table order. A dup with as many runs, each naming its step's key,
+  // copies through it; flat_free then says that exactly the first flat_runs steps have a user
+  // delete function, and a free whose runs name them in that order or the reverse drops the
+  // records through it (objects_ran.cpp).
   std::vector<FlatStep> flat_plan;
+  std::uint32_t flat_runs = 0;
   bool flat_plan_ok = false;
   bool flat_free = false;
 
