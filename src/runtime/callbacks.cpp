@@ -13,7 +13,7 @@ namespace attrcheck::rt {
 // ---- per-thread callback context ------------------------------------------------------------
 CbFrame kUnchecked{nullptr, 0, nullptr, nullptr, 0, ObjectKind::Comm, false, false};
 CbFrame kInFortran{nullptr, ~Handle{0}, nullptr, nullptr, 0, ObjectKind::Comm, false, false};
-__thread ThreadState t_state{{}, {nullptr, &kUnchecked, nullptr, 0, {}}, {}};
+__thread ThreadState t_state{{}, {nullptr, &kUnchecked, nullptr, 0, {}, nullptr}, {}};
 namespace {
 
 // Pushes a frame for a callback about to run on this thread (built with outer = t_state.ctx.cb_top);

@@ -131,6 +131,7 @@ struct ThreadContext {
   Replay* replay;      // the innermost replay collecting the library's runs (runtime.hpp: ReplayScope)
   int throw_depth;     // the last throw's recorded stack depth since a callback began (throw_site.hpp)
   Adopted adopted;     // (above; the cancelled delete clears it on its way to the library)
+  Replay* quiet;       // the thread's quiet replay (runtime.hpp), or nullptr: none yet
 };
 // Deferred sets (shadow mode, below MPI_THREAD_MULTIPLE, C binding). A set whose query's cached
 // answer is current, and for which the library ran exactly the callbacks the model requires (the

@@ -107,7 +107,16 @@ class InlineList {
     return spill();
   }
   void push_back(const T& v) { emplace_back() = v; }
+  // Empties the list, the heap block of a spill freed (as a new list).
+  void clear() noexcept {
+    if (size_ > N) delete[] heap_;
+    size_ = 0;
+  }
+  // Empties a list known to hold at most N elements (inline): one store.
+  void clear_inline() noexcept { size_ = 0; }
   std::size_t size() const noexcept { return size_; }
+  // The first element of a list known to hold at most N (inline).
+  const T& front_inline() const noexcept { return inline_[0]; }
   T* begin() noexcept { return size_ <= N ? inline_ : heap_; }
   T* end() noexcept { return begin() + size_; }
   const T* begin() const noexcept { return size_ <= N ? inline_ : heap_; }
@@ -354,6 +363,28 @@ class ReplayScope {
  private:
   Replay replay_;
 };
+
+// Shadow mode, the quiet replay (set_path.hpp): a Replay of the thread's own, kept from one
+// call to the next, that the C set and delete wrappers' quick ways of a keyval with a user delete
+// function install as t_state.ctx.replay (one store, and one to take it down) while the library
+// runs the call, where a ReplayScope built and took down a Replay on the stack every call. It
+// collects the callbacks the library runs as a ReplayScope's would; a call that ran what the
+// model requires (the old value's delete callback, or nothing) clears it, anything else hands its
+// runs to a ReplayScope (take_quiet) and is mirrored as before. Installed only where no replay
+// collects (t_state.ctx.replay == nullptr), so it is never in two uses at once: a quick way that
+// finds a replay installed (a call the library makes through MPI_ inside another) takes the
+// scoped way. t_state.ctx.quiet: nullptr until the thread's first out-of-line shadow set
+// (install_quiet_replay), and again once the thread's storage is gone (thread exit).
+void install_quiet_replay() noexcept;
+// Moves the quiet replay's runs into `scope`'s replay and empties it.
+void take_quiet(ReplayScope& scope) noexcept;
+// Shadow mode: the end of a quick set whose runs the quiet replay collected and that cannot be
+// deferred: mirrored with those runs (mirror_library_set), in a call scope of its own. (h, key,
+// word): the set; rc: what the library returned. Returns what the call returns.
+int quiet_set_mirrored(const Api& api, const void* caller, Handle h, int key, std::uint64_t word, int rc);
+// The same for a delete that did not cancel a set (delete_not_cancelled), inside the caller's
+// call scope.
+int quiet_delete_mirrored(const Call& call, Handle h, int key, int engine_key, int rc);
 
 // Provenance. origin_here: the caller's stack (backtrace: microseconds; keyval create / free
 // only, and only with ATTRCHECK_PROVENANCE=stack, else the call site); origin_site: just the call
