@@ -376,12 +376,17 @@ class ReplayScope {
 // scoped way. t_state.ctx.quiet: nullptr until the thread's first out-of-line shadow set
 // (install_quiet_replay), and again once the thread's storage is gone (thread exit).
 void install_quiet_replay() noexcept;
-// Moves the quiet replay's runs into `scope`'s replay and empties it.
-void take_quiet(ReplayScope& scope) noexcept;
+// Moves the quiet replay's runs into `scope`'s replay and empties it; first, if the call
+// `expected` a run and it was made (fast_path.hpp: ExpectedRun), that run (on `kind`'s object).
+// Disarms the expectation.
+void take_quiet(ReplayScope& scope, ObjectKind kind, bool expected) noexcept;
 // Shadow mode: the end of a quick set whose runs the quiet replay collected and that cannot be
 // deferred: mirrored with those runs (mirror_library_set), in a call scope of its own. (h, key,
 // word): the set; rc: what the library returned. Returns what the call returns.
+// quiet_replace_mirrored: the same for a replacing set, which armed an expected run. (Two
+// functions, not a seventh argument: on the stack, it cost the set functions a frame pointer.)
 int quiet_set_mirrored(const Api& api, const void* caller, Handle h, int key, std::uint64_t word, int rc);
+int quiet_replace_mirrored(const Api& api, const void* caller, Handle h, int key, std::uint64_t word, int rc);
 // The same for a delete that did not cancel a set (delete_not_cancelled), inside the caller's
 // call scope.
 int quiet_delete_mirrored(const Call& call, Handle h, int key, int engine_key, int rc);

@@ -188,28 +188,41 @@ template <typename Forward>
   return quiet_set_mirrored(api, caller, h, QueryCache::key_of(query), word, rc);
 }
 
+// The delete callback run the model requires of the attribute (h, engine_key) holding `value`,
+// expected of the library while the quiet replay collects (fast_path.hpp: ExpectedRun).
+[[gnu::always_inline]] inline void expect_run(Handle h, int engine_key, std::uint64_t value) noexcept {
+  ExpectedRun& e = t_state.ctx.expected;
+  e.object = h;
+  e.value = value;
+  e.engine_id = engine_key;
+  e.state = kExpectArmed;
+}
+// Whether the library made that run and nothing else (the quiet replay logged nothing).
+[[gnu::always_inline]] inline bool ran_only_expected(const Replay& quiet) noexcept {
+  return t_state.ctx.expected.state == kExpectRan && quiet.seen.size() == 0;
+}
+
 // set_deferred's shadow set replacing a value whose keyval has a user delete function: the
 // library runs our delete trampoline with the old value, under the call scope (its findings name
-// the call), collected by the quiet replay. Deferred as defer_set defers it (nothing moved, and
-// the one run is the one the model requires); anything else is mirrored with what ran.
+// the call); the trampoline marks the run the model requires (expect_run), and the quiet replay
+// collects any other. Deferred as defer_set defers it (nothing moved, and the one run is the
+// one the model requires); anything else is mirrored with what ran (quiet_replace_mirrored).
 template <typename Forward>
 [[gnu::always_inline]] inline int forward_replacing_set(const Api& api, const void* caller, QueryCache::Entry& q,
                                                         Handle h, int key, std::uint64_t word, std::uint64_t version,
                                                         Replay& quiet, Forward& forward) {
   const Call call{&api, caller};
   CallScope scope(call);
+  expect_run(h, q.engine_key, q.word);
   t_state.ctx.replay = &quiet;
   const int rc = forward();
   t_state.ctx.replay = nullptr;
-  if (__builtin_expect(rc == MPI_SUCCESS && quiet.seen.size() == 1, 1) && q.version == version &&
+  if (__builtin_expect(rc == MPI_SUCCESS && ran_only_expected(quiet), 1) && q.version == version &&
       g_fast.version->load(std::memory_order_acquire) == version && q.object == h && q.has_key(key) &&
-      ran_as_expected(quiet.seen.front_inline(), h, q.engine_key, q.word) &&
       (g_fast.share_pending ? record_pending<true>(q, word, caller, true)
-                            : record_pending<false>(q, word, caller, true))) {
-    quiet.seen.clear_inline();
+                            : record_pending<false>(q, word, caller, true)))
     return rc;
-  }
-  return quiet_set_mirrored(api, caller, h, key, word, rc);
+  return quiet_replace_mirrored(api, caller, h, key, word, rc);
 }
 
 // C binding, the quick ways of a set of set_entry's entry `q`, inline in the wrapper's function for
@@ -353,19 +366,16 @@ template <typename Forward>
   Replay* const quiet = t_state.ctx.quiet;
   if (__builtin_expect(!quiet || t_state.ctx.replay, 0)) return false;
   CallScope scope(call);
-  const std::uint64_t word = q.word;
+  expect_run(h, engine_key, q.word);
   t_state.ctx.replay = quiet;
   *rc = forward();
   t_state.ctx.replay = nullptr;
   // Nothing moved while the library ran (its callback may call MPI, which applies the set), and
-  // the library ran the set value's delete callback, successfully.
-  if (__builtin_expect(*rc == MPI_SUCCESS && quiet->seen.size() == 1, 1) && q.pending == pending && q.object == h &&
+  // the library ran the set value's delete callback, successfully, and nothing else.
+  if (__builtin_expect(*rc == MPI_SUCCESS && ran_only_expected(*quiet), 1) && q.pending == pending && q.object == h &&
       q.has_key(key) && g_fast.version->load(std::memory_order_acquire) == version &&
-      ran_as_expected(quiet->seen.front_inline(), h, engine_key, word) &&
-      (g_fast.share_pending ? cancel_pending<true>(q, pending) : cancel_pending<false>(q, pending))) {
-    quiet->seen.clear_inline();
+      (g_fast.share_pending ? cancel_pending<true>(q, pending) : cancel_pending<false>(q, pending)))
     return true;
-  }
   *rc = quiet_delete_mirrored(call, h, key, engine_key, *rc);
   return true;
 }
