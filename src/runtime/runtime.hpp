@@ -112,11 +112,7 @@ class InlineList {
     if (size_ > N) delete[] heap_;
     size_ = 0;
   }
-  // Empties a list known to hold at most N elements (inline): one store.
-  void clear_inline() noexcept { size_ = 0; }
   std::size_t size() const noexcept { return size_; }
-  // The first element of a list known to hold at most N (inline).
-  const T& front_inline() const noexcept { return inline_[0]; }
   T* begin() noexcept { return size_ <= N ? inline_ : heap_; }
   T* end() noexcept { return begin() + size_; }
   const T* begin() const noexcept { return size_ <= N ? inline_ : heap_; }
@@ -308,7 +304,7 @@ void forget_references(ObjectKind kind, Handle h);
 bool library_attr(ObjectKind kind, Handle h, int key, std::uint64_t* value, Binding lang = Binding::C) noexcept;
 MPI_Fint fortran_handle(ObjectKind kind, Handle h) noexcept;
 
-// Callback plumbing (callbacks.cpp).
+// Callback plumbing (callbacks.cpp; the trampolines: trampolines.cpp).
 CallbackInvoker* new_invoker();  // the engine's: runs user callbacks, or replays the library's runs
 const char* current_call_name() noexcept;  // the intercepted call on this thread, for findings
 // A call's name for findings (CbFrame::call): nullptr is the library's own (MPI_Finalize's, or "MPI").
@@ -369,7 +365,8 @@ class ReplayScope {
 // function install as t_state.ctx.replay (one store, and one to take it down) while the library
 // runs the call, where a ReplayScope built and took down a Replay on the stack every call. It
 // collects the callbacks the library runs as a ReplayScope's would; a call that ran what the
-// model requires (the old value's delete callback, or nothing) clears it, anything else hands its
+// model requires (nothing, or the old value's delete callback, which the trampoline marks
+// instead of logging it: fast_path.hpp, ExpectedRun) leaves it empty, anything else hands its
 // runs to a ReplayScope (take_quiet) and is mirrored as before. Installed only where no replay
 // collects (t_state.ctx.replay == nullptr), so it is never in two uses at once: a quick way that
 // finds a replay installed (a call the library makes through MPI_ inside another) takes the
