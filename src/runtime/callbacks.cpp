@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "runtime/callback_run.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/throw_site.hpp"
 
@@ -13,31 +14,7 @@ namespace attrcheck::rt {
 // ---- per-thread callback context ------------------------------------------------------------
 CbFrame kUnchecked{nullptr, 0, nullptr, nullptr, 0, ObjectKind::Comm, false, false};
 CbFrame kInFortran{nullptr, ~Handle{0}, nullptr, nullptr, 0, ObjectKind::Comm, false, false};
-__thread ThreadState t_state{{}, {nullptr, &kUnchecked, nullptr, 0, {}}, {}};
-namespace {
-
-// Pushes a frame for a callback about to run on this thread (built with outer = t_state.ctx.cb_top);
-// pops it when it has returned.
-class CbGuard {
- public:
-  explicit CbGuard(CbFrame& frame) noexcept : frame_(frame) {
-    std::atomic_signal_fence(std::memory_order_release);  // complete before the handler can see it
-    t_state.ctx.cb_top = &frame;
-  }
-  ~CbGuard() {
-    t_state.ctx.cb_top = frame_.outer;
-    std::atomic_signal_fence(std::memory_order_release);
-  }
-  CbGuard(const CbGuard&) = delete;
-  CbGuard& operator=(const CbGuard&) = delete;
-
- private:
-  CbFrame& frame_;
-};
-
-
-}  // namespace
-
+__thread ThreadState t_state{{}, {nullptr, &kUnchecked, nullptr, 0, {}, nullptr, {}}, {}};
 const char* call_name_of(const Call* call) noexcept {
   if (call && call->api) return call->api->name;
   return phase() == Phase::Finalizing ? "MPI_Finalize" : "MPI";
@@ -86,8 +63,8 @@ void report_callback(Rule rule, const char* what, int keyval, const char* tail, 
   report(in);
 }
 
-// callback.exception: what was thrown, with the stack that threw it (throw_site.hpp) before the
-// keyval's creation. Called inside the catch handler.
+}  // namespace
+
 void report_exception(const CbFrame& frame, int engine_key) {
   char thrown[160];
   describe_current_exception(thrown, sizeof thrown);
@@ -102,8 +79,6 @@ void report_exception(const CbFrame& frame, int engine_key) {
   report_callback(Rule::CallbackException, frame.copy ? "copy callback" : "delete callback", frame.keyval, tail,
                   frame.fn, engine_key, where.frames ? &where : nullptr);
 }
-
-}  // namespace
 
 MPI_Fint fortran_handle(ObjectKind kind, Handle h) noexcept {
   switch (kind) {
@@ -182,7 +157,8 @@ int call_delete(ObjectKind kind, Binding lang, void* fn, Handle object, int key,
   return ierr;
 }
 
-// "<what> <name> of keyval K<prefix><value> during <call>", e.g. " returned 5" or " set *flag = 7".
+}  // namespace
+
 void report_callback_value(Rule rule, const char* what, int key, const char* prefix, long long value,
                            const void* fn, int engine_key) {
   char tail[128];
@@ -194,22 +170,6 @@ void report_callback_value(Rule rule, const char* what, int key, const char* pre
   report_callback(rule, what, key, tail, fn, engine_key);
 }
 
-// Runs a callback under its frame (`invoke` calls it). A C++ exception it throws is caught and
-// reported; the call then fails with MPI_ERR_OTHER and *threw is set.
-template <typename Invoke>
-inline int run_guarded(CbFrame& frame, int engine_key, bool* threw, Invoke&& invoke) {
-  CbGuard guard(frame);
-  throw_site_reset();
-  try {
-    return invoke();
-  } catch (...) {
-    report_exception(frame, engine_key);
-    *threw = true;
-    return MPI_ERR_OTHER;
-  }
-}
-
-// A copy callback that returned an error, or set *flag to neither 0 nor 1 (it did not throw).
 void report_copy_result(int rc, int flag, int key, const void* fn, int engine_key) {
   if (rc != MPI_SUCCESS) {
     report_callback_value(Rule::CallbackError, "copy callback", key, " returned ", rc, fn, engine_key);
@@ -228,226 +188,16 @@ int run_copy(ObjectKind kind, Binding lang, void* fn, Handle old, int key, std::
   return rc;
 }
 
-// Runs a delete callback under its frame (`invoke` calls it): a C++ exception it throws is caught,
-// and that or an error it returns is reported.
-template <typename Invoke>
-inline int run_delete_as(CbFrame& frame, int engine_key, Invoke&& invoke) {
-  bool threw = false;
-  const int rc = run_guarded(frame, engine_key, &threw, std::forward<Invoke>(invoke));
-  if (__builtin_expect(rc != MPI_SUCCESS && !threw, 0))
-    report_callback_value(Rule::CallbackError, "delete callback", frame.keyval, " returned ", rc, frame.fn, engine_key);
-  return rc;
+[[gnu::noinline]] bool finalizing_delete(Handle object) noexcept {
+  return phase() == Phase::Finalizing && object != state().self;
 }
+
+namespace {
 
 int run_delete(ObjectKind kind, Binding lang, void* fn, Handle object, int key, std::uint64_t value, std::uint64_t extra,
                bool teardown, int engine_key) {
   CbFrame frame{fn, object, t_state.ctx.call, t_state.ctx.cb_top, key, kind, false, teardown};
   return run_delete_as(frame, engine_key, [&] { return call_delete(kind, lang, fn, object, key, value, extra); });
-}
-
-[[gnu::noinline]] bool finalizing_delete(Handle object) noexcept {
-  return phase() == Phase::Finalizing && object != state().self;
-}
-// (Inline, the rest out of line: it runs in every delete trampoline. g_fast.open is cleared as
-// MPI_Finalize begins: one load while MPI runs.)
-[[gnu::always_inline]] inline bool teardown_delete(ObjectKind kind, Handle object) noexcept {
-  return kind == ObjectKind::Comm && __builtin_expect(!g_fast.open.load(std::memory_order_relaxed), 0) &&
-         finalizing_delete(object);
-}
-
-// ---- trampolines: what the library calls in shadow mode ----------------------------------------
-
-// A C copy callback of a Fortran-set attribute is handed a pointer to the stored integer (MPICH:
-// to a copy on its stack, gone by the time the run is replayed; the model: to its own cell). If
-// `in` points at the value the model holds, the run is recorded with the model's pointer, so the
-// replay compares like with like; else as passed.
-// (The rest of as_model_pointer, out of line: its frame cost ~20 instructions a copy callback.)
-__attribute__((noinline)) std::uint64_t model_pointer_of_fortran(ObjectKind kind, Handle old, int engine_id,
-                                                                 const void* in) noexcept {
-  const std::uint64_t passed = reinterpret_cast<std::uintptr_t>(in);
-  Engine& e = *state().engine;
-  std::uint64_t c_word = 0, f_word = 0;
-  int found = 0;
-  if (!e.get_attr(kind, old, engine_id, Binding::C, &c_word, &found).ok() || !found || c_word == passed) return passed;
-  if (!e.get_attr(kind, old, engine_id, Binding::FortranAint, &f_word, &found).ok() || !found || f_word == c_word)
-    return passed;  // set from C: the model's C read is the value itself
-  const auto v = static_cast<std::int64_t>(f_word);
-  bool same;
-  if (v >= INT32_MIN && v <= INT32_MAX) {  // (an MPI_ATTR_PUT value: only 4 bytes may be there)
-    std::int32_t low;
-    std::memcpy(&low, in, sizeof low);
-    same = low == static_cast<std::int32_t>(v);
-  } else {
-    std::int64_t whole;
-    std::memcpy(&whole, in, sizeof whole);
-    same = whole == v;
-  }
-  return same ? c_word : passed;
-}
-
-inline std::uint64_t as_model_pointer(ObjectKind kind, Handle old, int engine_id, const void* in) noexcept {
-  // Nothing was ever set from Fortran: the model's C read is the value as passed (saves two
-  // get_attr on every copy callback: ~220 instructions, Open MPI shadow dup, callgrind).
-  if (!in || !state().engine->may_hold_fortran_values()) return reinterpret_cast<std::uintptr_t>(in);
-  return model_pointer_of_fortran(kind, old, engine_id, in);
-}
-
-template <ObjectKind K, typename Obj>
-int trampoline_copy_fn(Obj old, int key, void* extra, void* in, void* out, int* flag) {
-  // (On every attribute of a dup: the C call is made here directly, as run_copy would make it,
-  // without call_copy's dispatch on the binding and kind.)
-  using Fn = int (*)(Obj, int, void*, void*, void*, int*);
-  auto* rec = static_cast<KeyRecord*>(extra);
-  const Handle h = handle(old);
-  const int engine_id = rec->engine_id.load(std::memory_order_relaxed);
-  std::uint64_t value_out = 0;
-  CbFrame frame{rec->copy_fn, h, t_state.ctx.call, t_state.ctx.cb_top, key, K, true, false};
-  bool threw = false;
-  const int rc = run_guarded(frame, engine_id, &threw, [&] {
-    return reinterpret_cast<Fn>(rec->copy_fn)(old, key, reinterpret_cast<void*>(static_cast<std::uintptr_t>(rec->extra_state)),
-                                              in, &value_out, flag);
-  });
-  if (__builtin_expect(!threw && (rc != MPI_SUCCESS || (*flag != 0 && *flag != 1)), 0))
-    report_copy_result(rc, *flag, key, rec->copy_fn, engine_id);
-  if (rc == MPI_SUCCESS && *flag) std::memcpy(out, &value_out, sizeof(void*));
-  if (Replay* r = t_state.ctx.replay) {
-    const std::uint64_t value_in = as_model_pointer(K, h, engine_id, in);
-    RunLog* const log = r->log;
-    if (__builtin_expect(log && log->copy && log->object == h && log->kind == K, 1)) {
-      log->copies.push_back(RanCopy{engine_id, rc, *flag, value_in, value_out});
-      if (__builtin_expect(*flag != 0 && *flag != 1, 0)) log->odd_flag = true;
-    } else {
-      r->seen.emplace_back() = Observation{true, K, h, engine_id, rc, value_in, *flag, value_out, false, 0};
-    }
-  } else if (rc == MPI_SUCCESS && *flag)  // a copy the library made inside a call attrcheck does not hook
-    rec->unseen_copy.store(true, std::memory_order_relaxed);
-  return rc;
-}
-
-template <ObjectKind K, typename Obj>
-int trampoline_delete_fn(Obj object, int key, void* value, void* extra) {
-  // (On every replacing set and delete: the C call is made here directly, not through call_delete.)
-  using Fn = int (*)(Obj, int, void*, void*);
-  auto* rec = static_cast<KeyRecord*>(extra);
-  const Handle h = handle(object);
-  const int engine_id = rec->engine_id.load(std::memory_order_relaxed);
-  // (teardown set apart, on the branch where it may be true: as an initialiser, gcc stored the
-  // frame's flags and then teardown's false again.)
-  CbFrame frame{rec->delete_fn, h, t_state.ctx.call, t_state.ctx.cb_top, key, K, false, false};
-  if (__builtin_expect(!g_fast.open.load(std::memory_order_relaxed), 0)) frame.teardown = teardown_delete(K, h);
-  const int rc = run_delete_as(frame, engine_id, [&] {
-    return reinterpret_cast<Fn>(rec->delete_fn)(object, key, value,
-                                                reinterpret_cast<void*>(static_cast<std::uintptr_t>(rec->extra_state)));
-  });
-  if (Replay* r = t_state.ctx.replay) {
-    const std::uint64_t value_in = reinterpret_cast<std::uintptr_t>(value);
-    RunLog* const log = r->log;
-    if (__builtin_expect(log && !log->copy && log->object == h && log->kind == K, 1)) {
-      log->deletes.push_back(RanDelete{h, engine_id, value_in, rc});
-    } else {
-      // (What a delete's replay reads, field by field: flag, value_out and fortran_object are a
-      // copy callback's and a Fortran one's. Three stores fewer on every replacing set.)
-      Observation& o = r->seen.emplace_back();
-      o.copy = false;
-      o.kind = K;
-      o.object = h;
-      o.engine_id = engine_id;
-      o.value_in = value_in;
-      o.rc = rc;
-      o.used = false;
-    }
-  }
-  return rc;
-}
-
-// The library calls a Fortran keyval's callbacks with the user's extra_state (MPICH keeps the
-// address of the user's variable and passes that on), so the Fortran trampolines find the record
-// by the keyval the library passes them instead. It is mapped from the keyval's creation until
-// the library has destroyed it (the quarantine holds frees back; keyvals.cpp).
-KeyRecord* fortran_record(MPI_Fint key) noexcept { return record_for(to_engine_key_shadow(c_keyval(key))); }
-
-Handle c_handle(ObjectKind kind, MPI_Fint f) noexcept {
-  switch (kind) {
-    case ObjectKind::Comm: return handle(PMPI_Comm_f2c(f));
-    case ObjectKind::Type: return handle(PMPI_Type_f2c(f));
-    case ObjectKind::Win: return handle(PMPI_Win_f2c(f));
-  }
-  return 0;
-}
-
-template <typename V>
-constexpr Binding kFortranBinding = std::is_same_v<V, MPI_Aint> ? Binding::FortranAint : Binding::FortranInt;
-template <typename V>
-inline std::uint64_t fortran_word(V v) noexcept { return static_cast<std::uint64_t>(static_cast<std::int64_t>(v)); }
-
-// V: MPI_Aint (MPI-2 callbacks) or MPI_Fint (MPI_KEYVAL_CREATE's). The user's callback runs as the
-// engine runs it in emulate mode (run_copy / run_delete), with the values the library passed.
-template <ObjectKind K, typename V>
-void fortran_trampoline_copy_fn(MPI_Fint* old, MPI_Fint* key, V* extra, V* in, V* out, MPI_Fint* flag, MPI_Fint* ierr) {
-  KeyRecord* rec = fortran_record(*key);
-  if (!rec || !rec->copy_fn) {  // cannot happen while the library holds the keyval: not copied
-    *flag = 0;
-    *ierr = MPI_ERR_INTERN;
-    return;
-  }
-  const int engine_id = rec->engine_id.load(std::memory_order_relaxed);
-  const Handle h = c_handle(K, *old);
-  const std::uint64_t value_in = fortran_word(*in);
-  std::uint64_t value_out = 0;
-  int logical = 0;
-  const int rc = run_copy(K, kFortranBinding<V>, rec->copy_fn, h, *key, fortran_word(*extra), value_in, &value_out,
-                          &logical, engine_id);
-  *out = static_cast<V>(value_out);
-  *flag = logical;
-  *ierr = rc;
-  if (Replay* r = t_state.ctx.replay) r->seen.push_back(Observation{true, K, h, engine_id, rc, value_in, logical, value_out, false, 0});
-  else if (rc == MPI_SUCCESS && logical) rec->unseen_copy.store(true, std::memory_order_relaxed);  // (as in C)
-}
-
-// Where the library is known to pass Fortran delete callbacks a wrong handle (the profile's
-// WrongHandle divergence), the handle says nothing about the object: the callback's frame then
-// names no object (no callback.reentrant on an object it merely seems to be for) and is not
-// taken for MPI_Finalize's teardown (no callback.after-finalize on that ground).
-template <ObjectKind K, typename V>
-void fortran_trampoline_delete_fn(MPI_Fint* object, MPI_Fint* key, V* value, V* extra, MPI_Fint* ierr) {
-  using Fn = void (*)(MPI_Fint*, MPI_Fint*, V*, V*, MPI_Fint*);
-  static const bool trusted = !known_divergence(DivergenceSite::WrongHandle, "");
-  KeyRecord* rec = fortran_record(*key);
-  if (!rec || !rec->delete_fn) {
-    *ierr = MPI_ERR_INTERN;
-    return;
-  }
-  const int engine_id = rec->engine_id.load(std::memory_order_relaxed);
-  const Handle h = c_handle(K, *object);
-  CbFrame frame{rec->delete_fn, trusted ? h : ~Handle{0}, t_state.ctx.call, t_state.ctx.cb_top, *key, K, false,
-                trusted && teardown_delete(K, h)};
-  const int rc = run_delete_as(frame, engine_id, [&] {
-    reinterpret_cast<Fn>(rec->delete_fn)(object, key, value, extra, ierr);
-    return static_cast<int>(*ierr);
-  });
-  *ierr = rc;
-  if (Replay* r = t_state.ctx.replay)
-    r->seen.emplace_back() = Observation{false, K, h, engine_id, rc, fortran_word(*value), 0, 0, false, *object};
-}
-
-template <typename V>
-void* fortran_trampoline_copy(ObjectKind kind) noexcept {
-  switch (kind) {
-    case ObjectKind::Comm: return reinterpret_cast<void*>(&fortran_trampoline_copy_fn<ObjectKind::Comm, V>);
-    case ObjectKind::Type: return reinterpret_cast<void*>(&fortran_trampoline_copy_fn<ObjectKind::Type, V>);
-    case ObjectKind::Win: return reinterpret_cast<void*>(&fortran_trampoline_copy_fn<ObjectKind::Win, V>);
-  }
-  return nullptr;
-}
-
-template <typename V>
-void* fortran_trampoline_delete(ObjectKind kind) noexcept {
-  switch (kind) {
-    case ObjectKind::Comm: return reinterpret_cast<void*>(&fortran_trampoline_delete_fn<ObjectKind::Comm, V>);
-    case ObjectKind::Type: return reinterpret_cast<void*>(&fortran_trampoline_delete_fn<ObjectKind::Type, V>);
-    case ObjectKind::Win: return reinterpret_cast<void*>(&fortran_trampoline_delete_fn<ObjectKind::Win, V>);
-  }
-  return nullptr;
 }
 
 // ---- the engine's invoker: emulate runs user code, shadow replays the library's runs -----------
@@ -714,28 +464,6 @@ class RuntimeInvoker final : public CallbackInvoker {
 }  // namespace
 
 CallbackInvoker* new_invoker() { return new RuntimeInvoker; }
-
-void* trampoline_copy(ObjectKind kind, Binding lang) noexcept {
-  if (lang != Binding::C)
-    return lang == Binding::FortranAint ? fortran_trampoline_copy<MPI_Aint>(kind) : fortran_trampoline_copy<MPI_Fint>(kind);
-  switch (kind) {
-    case ObjectKind::Comm: return reinterpret_cast<void*>(&trampoline_copy_fn<ObjectKind::Comm, MPI_Comm>);
-    case ObjectKind::Type: return reinterpret_cast<void*>(&trampoline_copy_fn<ObjectKind::Type, MPI_Datatype>);
-    case ObjectKind::Win: return reinterpret_cast<void*>(&trampoline_copy_fn<ObjectKind::Win, MPI_Win>);
-  }
-  return nullptr;
-}
-
-void* trampoline_delete(ObjectKind kind, Binding lang) noexcept {
-  if (lang != Binding::C)
-    return lang == Binding::FortranAint ? fortran_trampoline_delete<MPI_Aint>(kind) : fortran_trampoline_delete<MPI_Fint>(kind);
-  switch (kind) {
-    case ObjectKind::Comm: return reinterpret_cast<void*>(&trampoline_delete_fn<ObjectKind::Comm, MPI_Comm>);
-    case ObjectKind::Type: return reinterpret_cast<void*>(&trampoline_delete_fn<ObjectKind::Type, MPI_Datatype>);
-    case ObjectKind::Win: return reinterpret_cast<void*>(&trampoline_delete_fn<ObjectKind::Win, MPI_Win>);
-  }
-  return nullptr;
-}
 
 bool in_callback_for_slow(ObjectKind kind, Handle h) noexcept {
   for (const CbFrame* f = t_state.ctx.cb_top; f && f != &kUnchecked; f = f->outer)

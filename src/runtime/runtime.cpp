@@ -1,5 +1,5 @@
 // The runtime's state, configuration, provenance, findings and lifecycle (report on every exit
-// path). Callbacks and trampolines are in callbacks.cpp, the per-op hooks in hooks.cpp.
+// path). Callbacks are in callbacks.cpp, the trampolines in trampolines.cpp, the per-op hooks in hooks.cpp.
 #include "runtime/runtime.hpp"
 
 #include <dlfcn.h>

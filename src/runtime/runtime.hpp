@@ -107,6 +107,11 @@ class InlineList {
     return spill();
   }
   void push_back(const T& v) { emplace_back() = v; }
+  // Empties the list, the heap block of a spill freed (as a new list).
+  void clear() noexcept {
+    if (size_ > N) delete[] heap_;
+    size_ = 0;
+  }
   std::size_t size() const noexcept { return size_; }
   T* begin() noexcept { return size_ <= N ? inline_ : heap_; }
   T* end() noexcept { return begin() + size_; }
@@ -299,7 +304,7 @@ void forget_references(ObjectKind kind, Handle h);
 bool library_attr(ObjectKind kind, Handle h, int key, std::uint64_t* value, Binding lang = Binding::C) noexcept;
 MPI_Fint fortran_handle(ObjectKind kind, Handle h) noexcept;
 
-// Callback plumbing (callbacks.cpp).
+// Callback plumbing (callbacks.cpp; the trampolines: trampolines.cpp).
 CallbackInvoker* new_invoker();  // the engine's: runs user callbacks, or replays the library's runs
 const char* current_call_name() noexcept;  // the intercepted call on this thread, for findings
 // A call's name for findings (CbFrame::call): nullptr is the library's own (MPI_Finalize's, or "MPI").
@@ -354,6 +359,34 @@ class ReplayScope {
  private:
   Replay replay_;
 };
+
+// Shadow mode, the quiet replay (set_path.hpp): a Replay of the thread's own, kept from one
+// call to the next, that the C set and delete wrappers' quick ways of a keyval with a user delete
+// function install as t_state.ctx.replay (one store, and one to take it down) while the library
+// runs the call, where a ReplayScope built and took down a Replay on the stack every call. It
+// collects the callbacks the library runs as a ReplayScope's would; a call that ran what the
+// model requires (nothing, or the old value's delete callback, which the trampoline marks
+// instead of logging it: fast_path.hpp, ExpectedRun) leaves it empty, anything else hands its
+// runs to a ReplayScope (take_quiet) and is mirrored as before. Installed only where no replay
+// collects (t_state.ctx.replay == nullptr), so it is never in two uses at once: a quick way that
+// finds a replay installed (a call the library makes through MPI_ inside another) takes the
+// scoped way. t_state.ctx.quiet: nullptr until the thread's first out-of-line shadow set
+// (install_quiet_replay), and again once the thread's storage is gone (thread exit).
+void install_quiet_replay() noexcept;
+// Moves the quiet replay's runs into `scope`'s replay and empties it; first, if the call
+// `expected` a run and it was made (fast_path.hpp: ExpectedRun), that run (on `kind`'s object).
+// Disarms the expectation.
+void take_quiet(ReplayScope& scope, ObjectKind kind, bool expected) noexcept;
+// Shadow mode: the end of a quick set whose runs the quiet replay collected and that cannot be
+// deferred: mirrored with those runs (mirror_library_set), in a call scope of its own. (h, key,
+// word): the set; rc: what the library returned. Returns what the call returns.
+// quiet_replace_mirrored: the same for a replacing set, which armed an expected run. (Two
+// functions, not a seventh argument: on the stack, it cost the set functions a frame pointer.)
+int quiet_set_mirrored(const Api& api, const void* caller, Handle h, int key, std::uint64_t word, int rc);
+int quiet_replace_mirrored(const Api& api, const void* caller, Handle h, int key, std::uint64_t word, int rc);
+// The same for a delete that did not cancel a set (delete_not_cancelled), inside the caller's
+// call scope.
+int quiet_delete_mirrored(const Call& call, Handle h, int key, int engine_key, int rc);
 
 // Provenance. origin_here: the caller's stack (backtrace: microseconds; keyval create / free
 // only, and only with ATTRCHECK_PROVENANCE=stack, else the call site); origin_site: just the call
