@@ -135,7 +135,7 @@ template <typename Forward>
 
 // set_deferred's shadow set of a keyval without a user delete function (q.user_delete false):
 // the library's set can run no callback of ours (it runs the old value's delete function only,
-// which for this keyval is the library's own or none: hooks.cpp gives the library a trampoline
+// which for this keyval is the library's own or none: keyval_hooks.cpp gives the library a trampoline
 // only for a user function), so there is nothing to collect and nothing a callback could name:
 // no call scope, no replay scope, no rt::Call, on the way to the library and back. (A get, which
 // runs no callback either, has never had them.) Deferred as defer_set defers it (nothing ran);

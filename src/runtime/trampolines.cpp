@@ -1,4 +1,4 @@
-// The trampolines: the callbacks the library holds for user keyvals in shadow mode (hooks.cpp
+// The trampolines: the callbacks the library holds for user keyvals in shadow mode (keyval_hooks.cpp
 // gives it these in the user's functions' place). Each runs the user's function as the engine's
 // invoker would (callback_run.hpp) and records the run for the replay of the call in progress.
 #include <cstring>
