@@ -515,9 +515,10 @@ class Engine {
   // Bytes the engine holds for attribute storage (tables and Fortran value cells).
   std::size_t attribute_bytes() const;
 
-  // False while no attribute has ever been set from Fortran (FortranAint / FortranInt): every
-  // value is then held as C set it, and a C read returns the word itself. Lock-free.
-  bool may_hold_fortran_values() const noexcept;
+  // A flag false while no attribute has ever been set from Fortran (FortranAint / FortranInt):
+  // every value is then held as C set it, and a C read returns the word itself. For a hot path
+  // that reads it inline, lock-free (load with acquire).
+  const std::atomic<bool>* fortran_values_flag() const noexcept;
 
  private:
   struct Impl;

@@ -28,7 +28,7 @@ struct AttrStore {
   std::uint32_t cell_count_ = 1;  // index 0 = none
   std::vector<std::uint32_t> free_cells_;
   std::size_t cells_in_use_ = 0;
-  std::atomic<bool> fortran_values_{false};  // a cell was ever taken (Engine::may_hold_fortran_values)
+  std::atomic<bool> fortran_values_{false};  // a cell was ever taken (Engine::fortran_values_flag)
 
   // ---- tables ------------------------------------------------------------------------------
 

@@ -83,9 +83,7 @@ std::vector<AttributeInfo> Engine::attributes(ObjectKind kind, Handle handle) co
     impl_->collect_attributes(*impl_->objects_.find(slot), &out);
   return out;
 }
-bool Engine::may_hold_fortran_values() const noexcept {
-  return impl_->fortran_values_.load(std::memory_order_acquire);
-}
+const std::atomic<bool>* Engine::fortran_values_flag() const noexcept { return &impl_->fortran_values_; }
 
 std::size_t Engine::attribute_bytes() const {
   Lock lk(impl_->mu_);

@@ -71,6 +71,8 @@ enum : std::uint8_t { kDeferShadow = 1, kDeferEmulate = 2 };  // FastState::defe
 struct alignas(64) FastState {
   const std::atomic<std::uint64_t>* version = nullptr;  // Engine::version_counter()
   const std::atomic<std::uint64_t>* layout = nullptr;   // Engine::layout_counter()
+  // Engine::fortran_values_flag(): read by every copy trampoline (trampolines.cpp).
+  const std::atomic<bool>* fortran_values = nullptr;
   // MPI running: queries may be remembered only then (so nothing remembered outlives a close).
   std::atomic<bool> open{false};
   // Shadow and emulate mode: sets may be deferred (emulate: those that run no callback here,

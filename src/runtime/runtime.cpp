@@ -245,6 +245,7 @@ Runtime& create_state() noexcept {
     rt->engine = new Engine(config);
     g_fast.version = rt->engine->version_counter();
     g_fast.layout = rt->engine->layout_counter();
+    g_fast.fortran_values = rt->engine->fortran_values_flag();
     g_off = rt->mode == Mode::Off;
     g_shadow = rt->mode == Mode::Shadow;
     g_fast.pending_owner.set_mode(g_shadow, g_fast.version);
