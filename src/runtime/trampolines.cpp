@@ -67,9 +67,13 @@ int trampoline_copy_fn(Obj old, int key, void* extra, void* in, void* out, int* 
   });
   // (*flag read once: after the stores below the compiler read it again, as it may alias them.)
   const int f = *flag;
-  const bool odd = f != 0 && f != 1;
-  if (__builtin_expect(!threw && (rc != MPI_SUCCESS || odd), 0)) report_copy_result(rc, f, key, rec->copy_fn, engine_id);
-  if (rc == MPI_SUCCESS && f) std::memcpy(out, &value_out, sizeof(void*));
+  const bool odd = static_cast<unsigned>(f) > 1;
+  if (__builtin_expect(rc == MPI_SUCCESS && !odd, 1)) {
+    if (f) std::memcpy(out, &value_out, sizeof(void*));
+  } else {
+    if (!threw) report_copy_result(rc, f, key, rec->copy_fn, engine_id);
+    if (rc == MPI_SUCCESS) std::memcpy(out, &value_out, sizeof(void*));  // (an odd flag: not 0)
+  }
   if (Replay* r = t_state.ctx.replay) {
     const std::uint64_t value_in = as_model_pointer(K, h, engine_id, in);
     RunLog* const log = r->log;
