@@ -305,11 +305,9 @@ bool Engine::Impl::dup_runs(ObjectKind kind, ObjectSlot* old, const AttrTable* t
     new_slot = register_object(kind, new_h, kObjectNone, origin);
   }
   if (new_slot == UINT32_MAX) {  // undo (the old object still holds every keyval)
-    for (std::size_t i = 0; i < j; ++i) {
-      --plan[i].keyval->attributes;
-      out[plan[i].slot].clear();
-    }
-    for (std::size_t i = n; j == n && i < count; ++i) {
+    // (What was placed: the first j run steps, or, all runs placed, every step of the plan.)
+    const std::size_t placed = j == n ? count : j;
+    for (std::size_t i = 0; i < placed; ++i) {
       if (plan[i].keyval) --plan[i].keyval->attributes;
       out[plan[i].slot].clear();
     }
