@@ -16,6 +16,8 @@
 // dup_flat / dup_runs, runs_as_planned + free_flat. (MPICH shadow dup + free [user], 64
 // attributes: the mirror ~12.8k -> ~4.4k instructions, callgrind.)
 #include <algorithm>
+#include <cstddef>
+#include <cstring>
 #include <vector>
 
 #include "engine_impl.hpp"
@@ -288,7 +290,13 @@ bool Engine::Impl::dup_runs(ObjectKind kind, ObjectSlot* old, const AttrTable* t
     const FlatStep& st = plan[j];
     const RanCopy& r = ran[j];
     const AttrRec& rec = src[st.slot];
-    if (r.keyval != st.key || r.rc != 0 || r.flag != 1 || r.value_in != rec.value.load(std::memory_order_relaxed))
+    // (keyval and rc read as one word against {key, MPI_SUCCESS}, as ran_as_expected does: ~3
+    // instructions an attribute fewer.)
+    static_assert(offsetof(RanCopy, rc) == offsetof(RanCopy, keyval) + sizeof(int), "read as one word");
+    std::uint64_t key_rc;
+    std::memcpy(&key_rc, &r.keyval, sizeof key_rc);
+    if (key_rc != static_cast<std::uint32_t>(st.key) || r.flag != 1 ||
+        r.value_in != rec.value.load(std::memory_order_relaxed))
       break;
     AttrRec& dst = out[st.slot];
     dst.key.store(st.key, std::memory_order_relaxed);
