@@ -95,6 +95,8 @@ class LogRuns {
     log.object = object;
     log.kind = kind;
     log.copy = copy;
+    log.copies_of = copy ? object : ~Handle{0};
+    log.deletes_of = copy ? ~Handle{0} : object;
     log.odd_flag = false;
     log_ = &log;
     replay.replay().log = log_;
@@ -121,34 +123,34 @@ class LogRuns {
 bool dup_ran(ObjectKind kind, Handle old, Handle fresh, Replay& replay, Origin origin) {
   RunLog* const log = replay.log;
   if (!log) return false;
-  std::vector<RanCopy>& ran = log->copies;
+  RunList<RanCopy>& ran = log->copies;
   const std::size_t logged = ran.size();
   for (const Observation& o : replay.seen) {
     if (!o.copy || o.kind != kind || o.object != old) {
-      ran.resize(logged);
+      ran.shrink_to(logged);
       return false;
     }
     ran.push_back(RanCopy{o.engine_id, o.rc, o.flag, o.value_in, o.value_out});
   }
   if (state().engine->dup_object_ran(kind, old, fresh, ran.data(), ran.size(), origin)) return true;
-  ran.resize(logged);
+  ran.shrink_to(logged);
   return false;
 }
 
 bool free_ran(ObjectKind kind, Handle h, Replay& replay) {
   RunLog* const log = replay.log;
   if (!log || replay.has_ordered_object) return false;
-  std::vector<RanDelete>& ran = log->deletes;
+  RunList<RanDelete>& ran = log->deletes;
   const std::size_t logged = ran.size();
   for (const Observation& o : replay.seen) {
     if (o.copy || o.kind != kind || o.object != h) {
-      ran.resize(logged);
+      ran.shrink_to(logged);
       return false;
     }
     ran.push_back(RanDelete{o.object, o.engine_id, o.value_in, o.rc});
   }
   if (state().engine->free_object_ran(kind, h, ran.data(), ran.size())) return true;
-  ran.resize(logged);
+  ran.shrink_to(logged);
   return false;
 }
 

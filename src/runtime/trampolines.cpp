@@ -77,8 +77,8 @@ int trampoline_copy_fn(Obj old, int key, void* extra, void* in, void* out, int* 
   if (Replay* r = t_state.ctx.replay) {
     const std::uint64_t value_in = as_model_pointer(K, h, engine_id, in);
     RunLog* const log = r->log;
-    if (__builtin_expect(log && log->copy && log->object == h && log->kind == K, 1)) {
-      log->copies.push_back(RanCopy{engine_id, rc, f, value_in, value_out});
+    if (__builtin_expect(log && log->copies_of == h && log->kind == K, 1)) {
+      log->copies.append() = RanCopy{engine_id, rc, f, value_in, value_out};
       if (__builtin_expect(odd, 0)) log->odd_flag = true;
     } else {
       r->seen.emplace_back() = Observation{true, K, h, engine_id, rc, value_in, f, value_out, false, 0};
@@ -119,8 +119,8 @@ int trampoline_delete_fn(Obj object, int key, void* value, void* extra) {
     const std::uint64_t value_in = reinterpret_cast<std::uintptr_t>(value);
     if (expected_run(r, h, engine_id, value_in, rc)) return rc;
     RunLog* const log = r->log;
-    if (__builtin_expect(log && !log->copy && log->object == h && log->kind == K, 1)) {
-      log->deletes.push_back(RanDelete{h, engine_id, value_in, rc});
+    if (__builtin_expect(log && log->deletes_of == h && log->kind == K, 1)) {
+      log->deletes.append() = RanDelete{h, engine_id, value_in, rc};
     } else {
       // (What a delete's replay reads, field by field: flag, value_out and fortran_object are a
       // copy callback's and a Fortran one's. Three stores fewer on every replacing set.)
