@@ -167,11 +167,16 @@ struct DeleteCall {
 // A delete callback call made outside the engine (Engine::set_attr_ran): the object and keyval it
 // was called for, the value it was passed (in the callback's language, as DeleteCall::value) and
 // what it returned.
+// (keyval and rc side by side, so a check reads them as one word against {keyval, MPI_SUCCESS};
+// the constructor keeps the order object, keyval, value, rc in which runs are written.)
 struct RanDelete {
+  RanDelete() = default;
+  constexpr RanDelete(Handle object_, KeyvalId keyval_, std::uint64_t value_, int rc_) noexcept
+      : object(object_), keyval(keyval_), rc(rc_), value(value_) {}
   Handle object;
   KeyvalId keyval;
-  std::uint64_t value;
   int rc;
+  std::uint64_t value;
 };
 
 // A copy callback call made outside the engine (Engine::dup_object_ran), for the object being

@@ -361,7 +361,11 @@ bool Engine::Impl::runs_as_planned(const ObjectSlot* o, const AttrTable* t, cons
   const Handle h = o->handle;
   for (std::size_t j = 0; j < n; ++j, st += stride) {
     const RanDelete& r = ran[j];
-    if (r.keyval != st->key || r.rc != 0 || r.object != h ||
+    // (keyval and rc as one word, as dup_runs reads a copy's)
+    static_assert(offsetof(RanDelete, rc) == offsetof(RanDelete, keyval) + sizeof(int), "read as one word");
+    std::uint64_t key_rc;
+    std::memcpy(&key_rc, &r.keyval, sizeof key_rc);
+    if (key_rc != static_cast<std::uint32_t>(st->key) || r.object != h ||
         r.value != recs[st->slot].value.load(std::memory_order_relaxed))
       return false;
   }
