@@ -87,7 +87,9 @@ struct alignas(64) FastState {
   bool gate_pending = false;
   // From MPI_THREAD_SERIALIZED, the deferred sets not applied yet, of whichever thread made them
   // (a thread's t_state.pending, or those of a thread that exited), or nullptr; at most one thread's
-  // at a time. Below it, always nullptr.
+  // at a time. Below it, always nullptr; at MPI_THREAD_MULTIPLE only an exited thread's (the
+  // live owner's are found through pending.cpp's g_gated_owner, so that its sets and deletes
+  // neither claim nor release this word, and its gets keep the quick source).
   // (The low bit: the mode, OwnerWord.)
   OwnerWord pending_owner;
 };
@@ -243,54 +245,73 @@ inline void settle() noexcept {
   if (__builtin_expect(t_state.pending.count != 0, 0)) apply_pending();
   else if (__builtin_expect(g_fast.pending_owner.any(), 0)) settle_elsewhere();
 }
+// How the owner's changes to its pending sets are shared with other threads, by thread level:
+// kOwn below MPI_THREAD_SERIALIZED (no other thread calls); kSerialized: the thread that defers
+// its first set takes pending_owner (claim_pending), and gives it back with its last one
+// (release_pending); kGated (MPI_THREAD_MULTIPLE): the thread that initialised MPI owns the
+// pending sets from then on (hold_pending_owner: only it defers sets, until a second thread
+// calls and ends deferral), and changes them under g_pending_gate.
+// (The callers pick it with record_pending_here / cancel_pending_here: set_path.hpp.)
+enum class Sharing : std::uint8_t { kOwn, kSerialized, kGated };
 // The first set a thread defers: at MPI_THREAD_SERIALIZED the thread takes pending_owner, unless
 // another thread's sets are pending (false: then this set is mirrored on the spot, which applies
 // them first). Registers the thread's exit hand-over (pending.cpp) the first time.
 extern __thread bool t_exit_hooked;
 bool hook_thread_exit() noexcept;  // false: it cannot be (no set of this thread is deferred)
-// (kShared: g_fast.share_pending, read once by the caller; below SERIALIZED none of this runs.)
-template <bool kShared>
+// MPI_THREAD_MULTIPLE, at MPI's start on the thread that started it: that thread owns the pending
+// sets while they are deferred, without pending_owner (pending.cpp: the thread whose first call
+// ends deferral finds them all the same). False: it cannot (its exit hand-over cannot be
+// registered): no set is to be deferred.
+bool hold_pending_owner() noexcept;
+template <Sharing kShare>
 [[gnu::always_inline]] inline bool claim_pending() noexcept {
-  if (!kShared) return true;
+  if (kShare != Sharing::kSerialized) return true;  // (kGated: owned since MPI started)
   if (g_fast.pending_owner.any()) return false;
   if (__builtin_expect(!t_exit_hooked, 0) && !hook_thread_exit()) return false;
   g_fast.pending_owner.store(&t_state.pending, std::memory_order_relaxed);
   return true;
 }
-// The thread's last pending set went (applied, or cancelled by a delete).
+// The thread's last pending set went (applied, or cancelled by a delete): at
+// MPI_THREAD_SERIALIZED the word is given back (at MULTIPLE it is not taken: claiming and
+// releasing it cost ~20 instructions a set + delete there, MPICH, callgrind).
 // (always_inline, as lock_gate: gcc called both out of line from the cancelling delete, ~9
 // instructions a set + delete at MPI_THREAD_MULTIPLE, MPICH, callgrind.)
 [[gnu::always_inline]] inline void release_pending() noexcept {
-  if (g_fast.share_pending) g_fast.pending_owner.store(nullptr, std::memory_order_relaxed);
+  g_fast.pending_owner.store(nullptr, std::memory_order_relaxed);
 }
 // MPI_THREAD_MULTIPLE: the owner's changes to its pending sets, another thread's settling of
 // them and a thread's exit hand-over exclude each other through this spin lock (uncontended
-// while one thread calls: an exchange and a store).
-extern std::atomic<bool> g_pending_gate;
-void wait_for_gate() noexcept;
-[[gnu::always_inline]] inline void lock_gate() noexcept {
-  if (__builtin_expect(g_pending_gate.exchange(true, std::memory_order_acquire), 0)) wait_for_gate();
+// while one thread calls: an exchange and a store). Its state also says whether sets may still
+// be deferred: the thread that ends deferral (settle_elsewhere) leaves it kGateClosed, so the
+// owner's one exchange both takes the gate and finds deferral on (kGateOpen), where a test of
+// defer_sets and of its sets' `applied` mark came after it (~6 instructions a set + delete).
+// Whoever takes it (exchange kGateHeld) gives back the state it found (unlock_gate).
+inline constexpr std::uint8_t kGateOpen = 0, kGateHeld = 1, kGateClosed = 2;
+extern std::atomic<std::uint8_t> g_pending_gate;
+// The gate was not open: waits while another thread holds it, then takes it; returns the state
+// found (kGateOpen or kGateClosed).
+std::uint8_t gate_not_open(std::uint8_t found) noexcept;
+[[gnu::always_inline]] inline std::uint8_t lock_gate() noexcept {
+  const std::uint8_t found = g_pending_gate.exchange(kGateHeld, std::memory_order_acquire);
+  return __builtin_expect(found == kGateOpen, 1) ? kGateOpen : gate_not_open(found);
 }
-inline void unlock_gate() noexcept { g_pending_gate.store(false, std::memory_order_release); }
-// The owner's side: holds the gate at MPI_THREAD_MULTIPLE (no-op below; kShared as for
-// claim_pending); open(): sets may still be deferred and this thread's are not applied elsewhere.
-template <bool kShared>
+inline void unlock_gate(std::uint8_t found) noexcept { g_pending_gate.store(found, std::memory_order_release); }
+// The owner's side: holds the gate at MPI_THREAD_MULTIPLE (no-op below); open(): sets may still
+// be deferred (at MULTIPLE: the gate is not closed; then no other thread has applied this
+// thread's sets either, since the thread that does also closes it, for good, under the gate).
+template <Sharing kShare>
 class OwnerGate {
  public:
-  [[gnu::always_inline]] OwnerGate() noexcept : held_(kShared && g_fast.gate_pending) {
-    if (held_) lock_gate();
-  }
+  [[gnu::always_inline]] OwnerGate() noexcept : found_(kShare == Sharing::kGated ? lock_gate() : kGateOpen) {}
   [[gnu::always_inline]] ~OwnerGate() {
-    if (held_) unlock_gate();
+    if (kShare == Sharing::kGated) unlock_gate(found_);
   }
-  [[gnu::always_inline]] bool open() const noexcept {
-    return !held_ || (g_fast.defer_sets.load(std::memory_order_relaxed) && !t_state.pending.applied.load(std::memory_order_relaxed));
-  }
+  [[gnu::always_inline]] bool open() const noexcept { return found_ == kGateOpen; }
   OwnerGate(const OwnerGate&) = delete;
   OwnerGate& operator=(const OwnerGate&) = delete;
 
  private:
-  bool held_;
+  std::uint8_t found_;
 };
 
 // The cached query with a current answer, or nullptr (then call the full hook). An answer read

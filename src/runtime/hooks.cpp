@@ -71,12 +71,16 @@ bool enter_slow(const Call& call, int* rc) {
     *rc = call.api->lifecycle ? kPassThrough : MPI_ERR_OTHER;
     return false;
   }
+  // MPI_THREAD_MULTIPLE: a second thread calls, on its first call or from a callback of ours the
+  // library runs on it; sets are deferred no more, and the first thread's are applied
+  // (pending.cpp). (A thread other than the first passes here, not the inline paths, while sets
+  // are deferred: it has not passed the check below yet, or a callback's frame is on top. The
+  // first thread's sets are not in pending_owner, which settle() reads, at this level.)
+  if (g_fast.gate_pending && g_fast.defer_sets.load(std::memory_order_relaxed) &&
+      r.first_thread.load(std::memory_order_relaxed) != &t_token)
+    settle_elsewhere();
   // For good: the thread level and the first thread never change (see kUnchecked).
-  if (t_state.ctx.cb_top == &kUnchecked) {
-    // MPI_THREAD_MULTIPLE: a second thread calls; sets are deferred no more (pending.cpp).
-    if (g_fast.gate_pending && r.first_thread.load(std::memory_order_relaxed) != &t_token) settle_elsewhere();
-    t_state.ctx.cb_top = nullptr;
-  }
+  if (t_state.ctx.cb_top == &kUnchecked) t_state.ctx.cb_top = nullptr;
   return true;
 }
 
@@ -398,8 +402,7 @@ template <typename Finish>
 bool replace_from_cache(const Call& call, QueryCache::Entry& q, Handle h, int key, std::uint64_t word,
                         std::uint64_t version, int* rc) {
   return change_from_cache(call, q, h, key, version, &word, [&] {
-    return g_fast.share_pending ? record_pending<true>(q, word, call.caller, true)
-                                : record_pending<false>(q, word, call.caller, true);
+    return record_pending_here(q, word, call.caller, true);
   }, rc);
 }
 
@@ -409,7 +412,7 @@ bool replace_from_cache(const Call& call, QueryCache::Entry& q, Handle h, int ke
 bool delete_from_cache(const Call& call, QueryCache::Entry& q, Handle h, int key, std::uint8_t pending,
                        std::uint64_t version, int* rc) {
   return change_from_cache(call, q, h, key, version, nullptr, [&] {
-    return g_fast.share_pending ? cancel_pending<true>(q, pending) : cancel_pending<false>(q, pending);
+    return cancel_pending_here(q, pending);
   }, rc);
 }
 }  // namespace
@@ -608,7 +611,7 @@ bool delete_emulated(const Call& call, QueryCache::Entry& entry, Handle h, int k
     const std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
     if (t_state.pending.sets[pending - 1].inserted && QueryCache::has_answer(entry, version)) {
       if (!entry.user_delete) {
-        if (g_fast.share_pending ? cancel_pending<true>(entry, pending) : cancel_pending<false>(entry, pending)) {
+        if (cancel_pending_here(entry, pending)) {
           *rc = MPI_SUCCESS;
           return true;
         }

@@ -7,12 +7,16 @@
 // thread's calls returned, and that thread is not in MPI meanwhile, so this thread may apply its
 // sets and update its query cache entries (which only that thread's MPI calls read).
 // At MPI_THREAD_MULTIPLE sets are deferred only while one thread calls MPI (a program that asks
-// for MULTIPLE and calls from one thread, as mpi4py does by default). The first call of a second
-// thread (and any call that finds another thread's sets pending) ends deferral for good and
-// applies the owner's sets, which the owner may be using at that very moment: the owner changes
-// its pending sets only under g_pending_gate, and the applying thread reads the owner's entries
-// under it without writing them; it marks the sets `applied`, and the owner clears its entries'
-// marks under the gate before it uses them again (absorb).
+// for MULTIPLE and calls from one thread, as mpi4py does by default): the thread that initialised
+// MPI, whose sets g_gated_owner names from then on (hold_pending_owner; pending_owner stays
+// clear, so neither its sets nor its gets take the ways for another thread's pending sets, and
+// its sets do not claim and release it). The first call of a second thread (and any call that
+// finds another thread's sets pending) ends deferral for good and applies the owner's sets,
+// which the owner may be using at that very moment: the owner changes its pending sets only
+// under g_pending_gate, and the applying thread reads the owner's entries under it without
+// writing them; it marks the sets `applied`, closes the gate (kGateClosed: the owner defers no
+// more) and forgets g_gated_owner, and the owner clears its entries' marks under the gate
+// before it uses them again (absorb).
 // The one thing the program does not order is a thread's exit: a thread that exits with sets
 // pending copies them, with their cache entries, into storage that outlives it (under the gate,
 // which the applying side takes too), so pending_owner never points into a dead thread's storage.
@@ -26,23 +30,29 @@
 namespace attrcheck::rt {
 
 __thread bool t_exit_hooked = false;
-std::atomic<bool> g_pending_gate{false};
+std::atomic<std::uint8_t> g_pending_gate{kGateOpen};
+// MPI_THREAD_MULTIPLE: the sets of the thread that initialised MPI while it may defer them, or
+// nullptr. Changed under the gate.
+std::atomic<PendingSets*> g_gated_owner{nullptr};
 
-void wait_for_gate() noexcept {
-  for (unsigned spins = 0;; ++spins) {
-    if (!g_pending_gate.load(std::memory_order_relaxed) && !g_pending_gate.exchange(true, std::memory_order_acquire))
-      return;
+std::uint8_t gate_not_open(std::uint8_t found) noexcept {
+  // (kGateClosed: the exchange took it, and the unlock gives the state back.)
+  for (unsigned spins = 0; found == kGateHeld; ++spins) {
     if (spins > 64) sched_yield();
+    if (g_pending_gate.load(std::memory_order_relaxed) != kGateHeld)
+      found = g_pending_gate.exchange(kGateHeld, std::memory_order_acquire);
   }
+  return found;
 }
 
 namespace {
 
 struct GateLock {
-  GateLock() noexcept { lock_gate(); }
-  ~GateLock() { unlock_gate(); }
+  GateLock() noexcept : found(lock_gate()) {}
+  ~GateLock() { unlock_gate(found); }
   GateLock(const GateLock&) = delete;
   GateLock& operator=(const GateLock&) = delete;
+  std::uint8_t found;  // what the unlock leaves (kGateClosed: deferral ended, settle_elsewhere)
 };
 
 // The sets of threads that exited with sets pending, and copies of their cache entries.
@@ -105,12 +115,14 @@ void apply_own() noexcept {
   else apply(t_state.pending, true);
 }
 
-// A thread that took pending_owner exits: if its sets are still pending, they move to
-// `handed_over` (the next call applies them), entries included.
+// A thread that took pending_owner, or g_gated_owner, exits: if its sets are still pending, they
+// move to `handed_over` (the next call applies them), entries included.
 void on_thread_exit(void*) noexcept {
   GateLock lock;
   PendingSets& p = t_state.pending;
-  if (g_fast.pending_owner.load(std::memory_order_relaxed) != &p || p.count == 0 ||
+  const bool gated = g_gated_owner.load(std::memory_order_relaxed) == &p;
+  if (gated) g_gated_owner.store(nullptr, std::memory_order_relaxed);
+  if ((!gated && g_fast.pending_owner.load(std::memory_order_relaxed) != &p) || p.count == 0 ||
       p.applied.load(std::memory_order_relaxed))
     return;
   handed_over.count = p.count;
@@ -136,7 +148,10 @@ void settle_elsewhere() noexcept {
   GateLock lock;
   // MPI_THREAD_MULTIPLE: a second thread calls MPI (or finds another's sets pending): no set is
   // deferred from now on.
-  if (g_fast.gate_pending) g_fast.defer_sets.store(0, std::memory_order_relaxed);
+  if (g_fast.gate_pending) {
+    g_fast.defer_sets.store(0, std::memory_order_relaxed);
+    lock.found = kGateClosed;
+  }
   PendingSets* o = g_fast.pending_owner.load(std::memory_order_acquire);
   if (o == &t_state.pending) {
     apply_own();  // (own sets: settle() normally takes them; none left: just releases)
@@ -144,6 +159,22 @@ void settle_elsewhere() noexcept {
     // At MULTIPLE a live thread's entries are its own to write; handed-over ones are copies.
     apply(*o, !g_fast.gate_pending || o == &handed_over);
   }
+  // MULTIPLE: the sets of the thread that initialised MPI, if it lives (its entries are its own).
+  if (PendingSets* g = g_gated_owner.load(std::memory_order_relaxed)) {
+    g_gated_owner.store(nullptr, std::memory_order_relaxed);
+    if (g == &t_state.pending) apply_own();
+    else apply(*g, false);
+  }
+}
+
+bool hold_pending_owner() noexcept {
+  GateLock lock;
+  if (!hook_thread_exit()) {
+    lock.found = kGateClosed;  // (no set is deferred: the gate says so to the owner's side too)
+    return false;
+  }
+  g_gated_owner.store(&t_state.pending, std::memory_order_relaxed);
+  return true;
 }
 
 bool hook_thread_exit() noexcept {

@@ -556,7 +556,10 @@ void started(int provided) {
   const bool defer = r.mode == Mode::Shadow || r.mode == Mode::Emulate;
   g_fast.share_pending = defer && provided >= MPI_THREAD_SERIALIZED;
   g_fast.gate_pending = defer && provided >= MPI_THREAD_MULTIPLE;
-  g_fast.defer_sets.store(defer ? (g_shadow ? kDeferShadow : kDeferEmulate) : 0, std::memory_order_relaxed);
+  // (At MULTIPLE this thread, the one that started MPI, owns the pending sets while it is the
+  // only one calling: pending.cpp.)
+  const bool deferring = defer && (!g_fast.gate_pending || hold_pending_owner());
+  g_fast.defer_sets.store(deferring ? (g_shadow ? kDeferShadow : kDeferEmulate) : 0, std::memory_order_relaxed);
   r.world = handle(MPI_COMM_WORLD);
   r.self = handle(MPI_COMM_SELF);
   PMPI_Comm_rank(MPI_COMM_WORLD, &r.run.rank);

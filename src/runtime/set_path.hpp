@@ -14,11 +14,12 @@ namespace attrcheck::rt {
 // rc: what the library returned. Also the end of the full hook's set (hooks.cpp).
 int mirror_library_set(const Call& call, Handle h, int key, std::uint64_t word, int rc, ReplayScope& replay);
 
-// defer_set's record of the set in t_state.pending (kShared: as for claim_pending). False: not deferred.
-template <bool kShared>
+// defer_set's record of the set in t_state.pending (kShare: the thread level's, fast_path.hpp).
+// False: not deferred.
+template <Sharing kShare>
 [[gnu::always_inline]] inline bool record_pending(QueryCache::Entry& q, std::uint64_t word, const void* site,
                                                   bool replaces) noexcept {
-  OwnerGate<kShared> gate;
+  OwnerGate<kShare> gate;
   if (!gate.open()) return false;
   PendingSets& p = t_state.pending;
   if (const std::uint8_t pending = q.pending) {
@@ -26,7 +27,7 @@ template <bool kShared>
     ps.stamp = ++p.clock;
     ps.site = site;
   } else {
-    if (p.count == PendingSets::kMax || (p.count == 0 && !claim_pending<kShared>())) return false;
+    if (p.count == PendingSets::kMax || (p.count == 0 && !claim_pending<kShare>())) return false;
     p.sets[p.count] = PendingSet{&q, q.word, ++p.clock, site, replaces, q.flag == 0};
     q.pending = static_cast<std::uint8_t>(++p.count);
     QueryCache::drop_other_answers(q);
@@ -34,6 +35,13 @@ template <bool kShared>
   q.word = word;
   q.flag = 1;
   return true;
+}
+// record_pending at the thread level's Sharing (one test below MPI_THREAD_SERIALIZED, two from it).
+[[gnu::always_inline]] inline bool record_pending_here(QueryCache::Entry& q, std::uint64_t word, const void* site,
+                                                       bool replaces) noexcept {
+  if (!g_fast.share_pending) return record_pending<Sharing::kOwn>(q, word, site, replaces);
+  if (g_fast.gate_pending) return record_pending<Sharing::kGated>(q, word, site, replaces);
+  return record_pending<Sharing::kSerialized>(q, word, site, replaces);
 }
 
 // Defers a set the library made with rc MPI_SUCCESS if it ran exactly the callbacks the model
@@ -56,8 +64,7 @@ template <bool kShared>
   } else if (n != 0) {
     return false;
   }
-  if (!(g_fast.share_pending ? record_pending<true>(q, word, site, replaces)
-                             : record_pending<false>(q, word, site, replaces)))
+  if (!record_pending_here(q, word, site, replaces))
     return false;
   scope.dismiss();
   return true;
@@ -83,8 +90,7 @@ template <bool kShared>
   // (At MPI_THREAD_MULTIPLE a user delete function runs through the engine, callbacks_from_cache:
   // a deferred first set would only have to be applied before its delete.)
   if (q.user_delete && (q.flag || g_fast.gate_pending)) return false;
-  return g_fast.share_pending ? record_pending<true>(q, word, call.caller, false)
-                              : record_pending<false>(q, word, call.caller, false);
+  return record_pending_here(q, word, call.caller, false);
 }
 
 // Emulate mode: whether the cache may run a user delete callback itself (set_emulated,
@@ -152,8 +158,7 @@ template <typename Forward>
   // across the library's call; so is the keyval, kept as the entry's tag, `query`.)
   if (__builtin_expect(rc == MPI_SUCCESS, 1) && q.object == h && q.query == query &&
       QueryCache::has_answer(q, g_fast.version->load(std::memory_order_acquire)) &&
-      (g_fast.share_pending ? record_pending<true>(q, word, caller, false)
-                            : record_pending<false>(q, word, caller, false)))
+      record_pending_here(q, word, caller, false))
     return rc;
   const Call call{&api, caller};
   CallScope scope(call);
@@ -182,8 +187,7 @@ template <typename Forward>
   t_state.ctx.replay = nullptr;
   if (__builtin_expect(rc == MPI_SUCCESS && quiet.seen.size() == 0, 1) && q.object == h && q.query == query &&
       QueryCache::has_answer(q, g_fast.version->load(std::memory_order_acquire)) &&
-      (g_fast.share_pending ? record_pending<true>(q, word, caller, false)
-                            : record_pending<false>(q, word, caller, false)))
+      record_pending_here(q, word, caller, false))
     return rc;
   return quiet_set_mirrored(api, caller, h, QueryCache::key_of(query), word, rc);
 }
@@ -219,8 +223,7 @@ template <typename Forward>
   t_state.ctx.replay = nullptr;
   if (__builtin_expect(rc == MPI_SUCCESS && ran_only_expected(quiet), 1) && q.version == version &&
       g_fast.version->load(std::memory_order_acquire) == version && q.object == h && q.has_key(key) &&
-      (g_fast.share_pending ? record_pending<true>(q, word, caller, true)
-                            : record_pending<false>(q, word, caller, true)))
+      record_pending_here(q, word, caller, true))
     return rc;
   return quiet_replace_mirrored(api, caller, h, key, word, rc);
 }
@@ -304,10 +307,10 @@ bool delete_emulated(const Call& call, QueryCache::Entry& q, Handle h, int key, 
 
 // Drops q's pending set (record `pending` - 1), which a delete cancelled: the engine's answer is
 // q's again (absent). False, with nothing done, if (MPI_THREAD_MULTIPLE) another thread applied
-// it meanwhile. kShared: g_fast.share_pending (the gate, pending_owner).
-template <bool kShared>
+// it meanwhile. kShare: the thread level's (the gate, pending_owner; fast_path.hpp).
+template <Sharing kShare>
 [[gnu::always_inline]] inline bool cancel_pending(QueryCache::Entry& q, std::uint8_t pending) noexcept {
-  OwnerGate<kShared> gate;
+  OwnerGate<kShare> gate;
   if (!gate.open()) return false;
   PendingSets& p = t_state.pending;
   const int i = pending - 1;
@@ -315,11 +318,17 @@ template <bool kShared>
     p.sets[i] = p.sets[p.count - 1];
     p.sets[i].entry->pending = static_cast<std::uint8_t>(i + 1);
   }
-  if (--p.count == 0 && kShared) release_pending();
+  if (--p.count == 0 && kShare == Sharing::kSerialized) release_pending();
   q.pending = 0;
   q.word = 0;
   q.flag = 0;  // at the version the caller read: the engine's answer
   return true;
+}
+// cancel_pending at the thread level's Sharing (as record_pending_here).
+[[gnu::always_inline]] inline bool cancel_pending_here(QueryCache::Entry& q, std::uint8_t pending) noexcept {
+  if (!g_fast.share_pending) return cancel_pending<Sharing::kOwn>(q, pending);
+  if (g_fast.gate_pending) return cancel_pending<Sharing::kGated>(q, pending);
+  return cancel_pending<Sharing::kSerialized>(q, pending);
 }
 
 // The end of a delete the library made that did not cancel a set (hooks.cpp): the sets pending
@@ -354,7 +363,7 @@ template <typename Forward>
     *rc = forward();
     if (__builtin_expect(*rc == MPI_SUCCESS && q.pending == pending && q.object == h && q.has_key(key) &&
                              g_fast.version->load(std::memory_order_acquire) == version, 1) &&
-        (g_fast.share_pending ? cancel_pending<true>(q, pending) : cancel_pending<false>(q, pending)))
+        cancel_pending_here(q, pending))
       return true;
     CallScope scope(call);
     ReplayScope replay(call, false);
@@ -374,7 +383,7 @@ template <typename Forward>
   // the library ran the set value's delete callback, successfully, and nothing else.
   if (__builtin_expect(*rc == MPI_SUCCESS && ran_only_expected(*quiet), 1) && q.pending == pending && q.object == h &&
       q.has_key(key) && g_fast.version->load(std::memory_order_acquire) == version &&
-      (g_fast.share_pending ? cancel_pending<true>(q, pending) : cancel_pending<false>(q, pending)))
+      cancel_pending_here(q, pending))
     return true;
   *rc = quiet_delete_mirrored(call, h, key, engine_key, *rc);
   return true;
