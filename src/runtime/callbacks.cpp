@@ -481,9 +481,9 @@ void ReplayScope::unlog() {
   RunLog* const log = replay_.log;
   if (!log) return;
   replay_.log = nullptr;
-  if (log->copy) {
+  if (log->copies_of != RunLog::kNone) {
     for (const RanCopy& c : log->copies)
-      replay_.seen.push_back(Observation{true, log->kind, log->object, c.keyval, c.rc, c.value_in, c.flag, c.value_out, false, 0});
+      replay_.seen.push_back(Observation{true, log->kind, log->copies_of, c.keyval, c.rc, c.value_in, c.flag, c.value_out, false, 0});
     log->copies.clear();
   } else {
     for (const RanDelete& d : log->deletes)

@@ -92,11 +92,9 @@ class LogRuns {
     RunLog& log = t_run_log;
     if (log.busy) return;
     log.busy = true;
-    log.object = object;
     log.kind = kind;
-    log.copy = copy;
-    log.copies_of = copy ? object : ~Handle{0};
-    log.deletes_of = copy ? ~Handle{0} : object;
+    log.copies_of = copy ? object : RunLog::kNone;
+    log.deletes_of = copy ? RunLog::kNone : object;
     log.odd_flag = false;
     log_ = &log;
     replay.replay().log = log_;

@@ -149,20 +149,20 @@ class InlineList {
 // callbacks) or freed (delete callbacks), logged by the trampolines directly in the terms
 // Engine::dup_object_ran / free_object_ran take, instead of as Observations converted afterwards
 // (MPICH dup + free of 64 attributes [user]: the conversions, the Observations' growth and their
-// heap block cost ~80 instructions an attribute, callgrind). One per thread, reused (its vectors
+// heap block cost ~80 instructions an attribute, callgrind). One per thread, reused (its lists
 // keep their capacity); a dup or free run from inside a callback of another finds it busy and
 // goes without (object_hooks.cpp).
 struct RunLog {
   RunList<RanCopy> copies;
   RunList<RanDelete> deletes;
-  Handle object = 0;
-  // The object whose copy callbacks (a dup) or delete callbacks (a free) are logged, the other
-  // ~0 (no handle): a trampoline tests its own in one compare (~2 instructions a run fewer than
-  // testing `copy` and `object`).
-  Handle copies_of = ~Handle{0};
-  Handle deletes_of = ~Handle{0};
+  // No object: no MPI library's handle is all ones.
+  static constexpr Handle kNone = ~Handle{0};
+  // The object whose copy callbacks (a dup) or whose delete callbacks (a free) are logged, the
+  // other kNone: a trampoline tests its own in one compare (~2 instructions a run fewer than
+  // testing a copy-or-delete flag and the object).
+  Handle copies_of = kNone;
+  Handle deletes_of = kNone;
   ObjectKind kind = ObjectKind::Comm;
-  bool copy = false;      // logging copy callbacks (a dup) or delete callbacks (a free)
   bool odd_flag = false;  // a logged copy callback set *flag to neither 0 nor 1
   bool busy = false;
 };
