@@ -1,8 +1,13 @@
 // Multi-threaded stress tests of the cache engine (MPI_THREAD_MULTIPLE semantics): objects.
 // Threads cycling their own objects while a shared object's attributes are replaced and read;
-// dups of a shared object racing with sets and deletes. Shared set-up: engine_threads_fixtures.hpp.
+// dups of a shared object racing with sets and deletes; an object held for another thread
+// (Engine::hold_object). Shared set-up: engine_threads_fixtures.hpp.
 
 #include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <thread>
 
 #include "engine_threads_fixtures.hpp"
 
@@ -353,6 +358,105 @@ TEST_F(EngineThreads, DupRacesWithSetAndDelete) {
   EXPECT_TRUE(engine.live_keyvals().empty());
   EXPECT_TRUE(engine.objects().empty());
   EXPECT_EQ(failures.count(), 0) << failures.report();
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. An object held for another thread (the runtime's emulate cache running a delete callback
+//    when a second thread starts calling): the others' changes wait until the holder's change
+//    (which takes the hold over) or release_hold.
+// ---------------------------------------------------------------------------------------------
+
+std::atomic<int> held_deletes[4];
+int count_held_delete(Handle, int, void* value, void*) {
+  ++held_deletes[as_word(value) & 3];
+  return 0;
+}
+
+struct HeldObject : EngineThreads {
+  static constexpr ObjectKind kComm = ObjectKind::Comm;
+  static constexpr Handle kObject = kSharedBase + 7;
+  HeldObject() {
+    for (auto& d : held_deletes) d = 0;
+    EXPECT_EQ(engine.create_object(kComm, kObject).status, Status::Ok);
+    const KeyvalSpec spec =
+        native_spec(kComm, CopyAction::NullCopy, nullptr, DeleteAction::User, count_held_delete, nullptr);
+    EXPECT_EQ(engine.create_keyval(spec, &key).status, Status::Ok);
+    EXPECT_TRUE(engine.set_attr(kComm, kObject, key, Binding::C, 1).ok());
+  }
+  // Runs `holder` on a thread of its own, with the object held for it; meanwhile another thread
+  // sets the attribute to 2, once it is known to be under way (then `holder` is let go).
+  template <typename Holder>
+  void race(Holder holder) {
+    std::promise<const void*> token;
+    std::atomic<int> stage{0};
+    std::thread owner([&] {
+      token.set_value(Engine::thread_token());
+      while (stage.load() < 2) std::this_thread::yield();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the set is waiting, if it waits
+      holder();
+    });
+    ASSERT_TRUE(engine.hold_object(kComm, kObject, token.get_future().get()));
+    EXPECT_FALSE(engine.hold_object(kComm, kObject, Engine::thread_token()));  // held already
+    stage = 1;
+    std::thread other([&] {
+      stage = 2;
+      set_rc = engine.set_attr(kComm, kObject, key, Binding::C, 2).status;
+    });
+    owner.join();
+    other.join();
+  }
+  Engine engine;
+  KeyvalId key = 0;
+  Status set_rc = Status::Ok;
+};
+
+TEST_F(HeldObject, ChangesWaitForTheHoldersChange) {
+  // The holder deletes the attribute whose callback (value 1) ran outside the engine: the other
+  // thread's set comes after it, replaces nothing and runs no callback.
+  bool ran_ok = false;
+  race([&] {
+    const RanDelete ran{kObject, key, 1, 0};
+    SetCursor cursor;
+    ASSERT_TRUE(engine.find_set_cursor(kComm, kObject, key, engine.layout_version(), &cursor, nullptr));
+    ran_ok = engine.delete_attr_ran(cursor, &ran);
+  });
+  EXPECT_TRUE(ran_ok);
+  EXPECT_EQ(set_rc, Status::Ok);
+  EXPECT_EQ(held_deletes[1].load(), 0);
+  const Got g = get_c(engine, kComm, kObject, key);
+  EXPECT_TRUE(g.r.ok() && g.flag && g.value == 2);
+  // The hold went with the change: the object is free (a hold may be taken again, and released).
+  // Another thread's release_hold releases nothing.
+  EXPECT_TRUE(engine.hold_object(kComm, kObject, Engine::thread_token()));
+  std::thread([&] { engine.release_hold(kComm, kObject); }).join();
+  EXPECT_FALSE(engine.hold_object(kComm, kObject, Engine::thread_token()));
+  engine.release_hold(kComm, kObject);
+  EXPECT_TRUE(engine.delete_attr(kComm, kObject, key).ok());
+  EXPECT_EQ(held_deletes[2].load(), 1);
+}
+
+TEST_F(HeldObject, HoldersGeneralChangeTakesTheHold) {
+  // The holder's own delete_attr is no re-entrant call: it takes the hold over (its callback runs
+  // on value 1, before the other thread's set).
+  Status del = Status::Ok;
+  race([&] { del = engine.delete_attr(kComm, kObject, key).status; });
+  EXPECT_EQ(del, Status::Ok);
+  EXPECT_EQ(set_rc, Status::Ok);
+  EXPECT_EQ(held_deletes[1].load(), 1);
+  const Got g = get_c(engine, kComm, kObject, key);
+  EXPECT_TRUE(g.r.ok() && g.flag && g.value == 2);
+}
+
+TEST_F(HeldObject, ReleaseLetsTheOthersGo) {
+  // The holder makes no change (its callback failed): release_hold lets the set through, which
+  // then replaces value 1 (its callback runs).
+  race([&] {
+    engine.release_hold(kComm, kObject);
+  });
+  EXPECT_EQ(set_rc, Status::Ok);
+  EXPECT_EQ(held_deletes[1].load(), 1);
+  const Got g = get_c(engine, kComm, kObject, key);
+  EXPECT_TRUE(g.r.ok() && g.flag && g.value == 2);
 }
 
 }  // namespace

@@ -493,6 +493,20 @@ class Engine {
   // engine stops taking its lock. Call it while no other thread uses the engine. No way back.
   void drop_locking();
 
+  // A host that changes attributes in a cache of its own and runs their delete callbacks itself
+  // (the runtime's emulate mode, while one thread calls MPI at MPI_THREAD_MULTIPLE) may be in such
+  // a callback for an object when another thread starts calling and makes the engine current. That
+  // thread holds the object for the first one (`holder`: its thread_token()): until then the other
+  // threads' changes of it (sets, deletes, dups, frees) wait, as for callbacks the engine runs.
+  // The holder's next set or delete of it (set_attr_ran, set_attr_after_delete, delete_attr_ran,
+  // set_attr, delete_attr) takes the hold over and ends it with the change; release_hold ends it
+  // if the holder makes none. False: the object is not registered or another thread is changing
+  // it (no hold).
+  static const void* thread_token() noexcept;
+  bool hold_object(ObjectKind kind, Handle handle, const void* holder);
+  // Ends this thread's hold of the object if it is still held (no-op otherwise).
+  void release_hold(ObjectKind kind, Handle handle);
+
   // --- versions, for callers that memoise answers (docs/engine.md, "Versions") ---
   // Advances with every change of state a get_attr can observe; odd while a change is under way.
   // A get_attr answer read while version() was an even V is still the answer while it reads V.

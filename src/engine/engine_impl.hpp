@@ -172,6 +172,7 @@ struct Engine::Impl : AttrStore {
     o->flags = flags;
     o->live = true;
     o->mutating = nullptr;
+    o->held = false;
     o->created_at = origin;
     o->next_order = 1;
     o->records_changed();
@@ -286,6 +287,16 @@ struct Engine::Impl : AttrStore {
   }
 
   // ---- waiting and callbacks ---------------------------------------------------------------
+
+  // An object held for this thread (Engine::hold_object, o->mutating is this thread's): the
+  // change about to be made takes the hold over and ends it (lock held). False: not held.
+  static bool held_here(const ObjectSlot* o) noexcept { return o->held && o->mutating == this_thread_token(); }
+  static bool take_hold(ObjectSlot* o) noexcept {
+    if (!o->held) return false;
+    o->held = false;
+    o->mutating = nullptr;
+    return true;
+  }
 
   // Another thread is running callbacks for an object this call wants: let it finish.
   static void wait_turn(Lock& lk) {
@@ -499,7 +510,9 @@ struct Engine::Impl : AttrStore {
         wait_turn(lk);
         continue;
       }
-      if (o->mutating) return Status::Reentrant;  // this thread, further out: still re-entrant
+      // This thread, further out: still re-entrant; unless another thread held the object for
+      // this one (Engine::hold_object): the change takes the hold over.
+      if (o->mutating && !take_hold(o)) return Status::Reentrant;
       return Status::Ok;
     }
   }
@@ -691,6 +704,9 @@ struct Engine::Impl : AttrStore {
   std::uint32_t* slot_codes(std::uint32_t capacity);
 
   Result forget_object(ObjectKind kind, Handle h);
+  // Engine::hold_object, Engine::release_hold.
+  bool hold_object(ObjectKind kind, Handle h, const void* holder);
+  void release_hold(ObjectKind kind, Handle h);
 
   // Releases the keyval references of every attribute of an object about to be unregistered.
   void drop_attribute_refs(const ObjectSlot* o);

@@ -283,6 +283,9 @@ struct ObjectSlot {
   std::uint8_t flags = 0;
   bool live = false;
   const void* mutating = nullptr;  // thread running callbacks for this object, if any
+  // `mutating` was set by another thread for that one (Engine::hold_object): its next set or
+  // delete of the object takes the mark over as its own and ends it with the change.
+  bool held = false;
   Origin created_at = 0;
   std::uint32_t next_order = 1;    // set order of the next attribute
   // The indices into its table of its attributes in set order, oldest first, while set_order_ok:

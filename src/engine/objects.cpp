@@ -586,6 +586,26 @@ Result Engine::Impl::forget_object(ObjectKind kind, Handle h) {
   return {};
 }
 
+// Engine::hold_object: marks the object as `holder`'s, held for it.
+bool Engine::Impl::hold_object(ObjectKind kind, Handle h, const void* holder) {
+  Lock lk(mu_);
+  std::uint32_t slot;
+  if (find_object(kind, h, &slot) != Status::Ok) return false;
+  ObjectSlot* o = objects_.get(slot);
+  if (o->mutating) return false;
+  o->mutating = holder;
+  o->held = true;
+  return true;
+}
+
+void Engine::Impl::release_hold(ObjectKind kind, Handle h) {
+  Lock lk(mu_);
+  std::uint32_t slot;
+  if (find_object(kind, h, &slot) != Status::Ok) return;
+  ObjectSlot* o = objects_.get(slot);
+  if (held_here(o)) take_hold(o);
+}
+
 // Releases the keyval references of every attribute of an object about to be unregistered.
 void Engine::Impl::drop_attribute_refs(const ObjectSlot* o) {
   const AttrTable* t = o->table.load(std::memory_order_relaxed);
@@ -611,6 +631,11 @@ Result Engine::dup_object(ObjectKind kind, Handle old_handle, Handle new_handle,
 }
 Result Engine::free_object(ObjectKind kind, Handle handle, Origin) { return impl_->free_object(kind, handle); }
 Result Engine::forget_object(ObjectKind kind, Handle handle) { return impl_->forget_object(kind, handle); }
+const void* Engine::thread_token() noexcept { return this_thread_token(); }
+bool Engine::hold_object(ObjectKind kind, Handle handle, const void* holder) {
+  return impl_->hold_object(kind, handle, holder);
+}
+void Engine::release_hold(ObjectKind kind, Handle handle) { impl_->release_hold(kind, handle); }
 std::vector<ObjectInfo> Engine::objects() const {
   Lock lk(impl_->mu_);
   std::vector<ObjectInfo> out;

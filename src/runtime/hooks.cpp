@@ -356,44 +356,56 @@ namespace {
   return res.ok() ? MPI_SUCCESS : refuse(call, res, kind, h, key, key);
 }
 
-// Emulate mode: runs the user delete callback of q's keyval on q's current value from the cache
-// (the set replacing it, or the delete of a deferred first set), marked as `call`'s. False if it
-// is not a C function (then the engine's path runs it); else *cb is what it returned (a failure
-// fails the call, and the attribute stays: *rc then says so).
-inline bool run_cached_delete(const Call& call, const QueryCache::Entry& q, Handle h, int key, int* cb, int* rc) {
-  void* fn;
-  std::uint64_t extra;
-  if (!state().engine->c_delete_function(q.cursor, &fn, &extra)) return false;
+// Emulate mode: runs the user delete callback `fn` (extra state `extra`) on q's current value
+// from the cache (the set replacing it, or the delete of a deferred first set), marked as
+// `call`'s. Returns what it returned; a failure fails the call, and the attribute stays: *rc then
+// says so.
+inline int run_cached_delete(const Call& call, const QueryCache::Entry& q, Handle h, int key, void* fn,
+                             std::uint64_t extra, int* rc) {
+  int cb;
   {
     CallScope scope(call);
-    *cb = run_c_delete(call.api->kind, fn, h, key, q.word, extra);
+    cb = run_c_delete(call.api->kind, fn, h, key, q.word, extra);
   }
-  if (__builtin_expect(*cb != MPI_SUCCESS, 0)) *rc = refuse(call, Result{Status::CallbackFailed, *cb}, call.api->kind, h, key, key);
-  return true;
+  if (__builtin_expect(cb != MPI_SUCCESS, 0)) *rc = refuse(call, Result{Status::CallbackFailed, cb}, call.api->kind, h, key, key);
+  return cb;
 }
 
 // Emulate mode: the cache runs the user delete callback of q's keyval on q's current value (its
 // answer current at `version`), then makes the change itself with `finish` (defers the replacing
-// set, or cancels the pending pair) if nothing moved while the callback ran: any MPI call it made
-// would have applied the pending sets or moved the engine's version. Else the engine makes the
-// change without running the callback again (change_after_callback; `word`: the set's value, or
-// nullptr for a delete). False: not a C callback, nothing done; else *rc is what the call returns.
+// set, or cancels the pending pair; called with the Sharing to make it at) if nothing moved while
+// the callback ran: any MPI call it made would have applied the pending sets or moved the
+// engine's version. Else the engine makes the change without running the callback again
+// (change_after_callback; `word`: the set's value, or nullptr for a delete). At
+// MPI_THREAD_MULTIPLE the change is announced first (set_path.hpp, CacheChange). False: not a C
+// callback, or deferral ended (MULTIPLE), nothing done; else *rc is what the call returns.
 template <typename Finish>
 [[gnu::always_inline]] inline bool change_from_cache(const Call& call, QueryCache::Entry& q, Handle h, int key, std::uint64_t version,
                        const std::uint64_t* word, Finish&& finish, int* rc) {
+  void* fn;
+  std::uint64_t extra;
+  if (!state().engine->c_delete_function(q.cursor, &fn, &extra)) return false;
+  const ObjectKind kind = call.api->kind;
+  const bool gated = g_fast.gate_pending;
+  if (gated && !announce_cache_change(kind, h)) return false;
   const SetCursor cursor = q.cursor;
   const std::uint64_t old = q.word, query = q.query;
   const std::uint8_t pending = q.pending;
-  int cb;
-  if (!run_cached_delete(call, q, h, key, &cb, rc)) return false;
-  if (cb != MPI_SUCCESS) return true;
-  if (__builtin_expect(q.object == h && q.query == query && q.pending == pending && q.version == version &&
-                           g_fast.version->load(std::memory_order_acquire) == version, 1) &&
-      finish()) {
-    *rc = MPI_SUCCESS;
-    return true;
+  if (run_cached_delete(call, q, h, key, fn, extra, rc) == MPI_SUCCESS) {
+    if (__builtin_expect(q.object == h && q.query == query && q.pending == pending && q.version == version &&
+                             g_fast.version->load(std::memory_order_acquire) == version, 1)) {
+      bool done;
+      if (gated) done = finish_cache_change(finish);
+      else if (g_fast.share_pending) done = finish(std::integral_constant<Sharing, Sharing::kSerialized>{});
+      else done = finish(std::integral_constant<Sharing, Sharing::kOwn>{});
+      if (done) {
+        *rc = MPI_SUCCESS;
+        return true;
+      }
+    }
+    *rc = change_after_callback(call, cursor, h, key, old, word);
   }
-  *rc = change_after_callback(call, cursor, h, key, old, word);
+  if (gated) end_cache_change(kind, h);
   return true;
 }
 
@@ -401,8 +413,8 @@ template <typename Finish>
 // then the set is deferred (its record says the callback ran: fast_path.hpp, PendingSet::replaced).
 bool replace_from_cache(const Call& call, QueryCache::Entry& q, Handle h, int key, std::uint64_t word,
                         std::uint64_t version, int* rc) {
-  return change_from_cache(call, q, h, key, version, &word, [&] {
-    return record_pending_here(q, word, call.caller, true);
+  return change_from_cache(call, q, h, key, version, &word, [&](auto share) {
+    return record_pending<decltype(share)::value>(q, word, call.caller, true);
   }, rc);
 }
 
@@ -411,8 +423,8 @@ bool replace_from_cache(const Call& call, QueryCache::Entry& q, Handle h, int ke
 // had the attribute).
 bool delete_from_cache(const Call& call, QueryCache::Entry& q, Handle h, int key, std::uint8_t pending,
                        std::uint64_t version, int* rc) {
-  return change_from_cache(call, q, h, key, version, nullptr, [&] {
-    return cancel_pending_here(q, pending);
+  return change_from_cache(call, q, h, key, version, nullptr, [&](auto share) {
+    return cancel_pending<decltype(share)::value>(q, pending);
   }, rc);
 }
 }  // namespace

@@ -26,6 +26,7 @@
 #include <algorithm>
 
 #include "runtime/runtime.hpp"
+#include "runtime/set_path.hpp"
 
 namespace attrcheck::rt {
 
@@ -162,9 +163,35 @@ void settle_elsewhere() noexcept {
   // MULTIPLE: the sets of the thread that initialised MPI, if it lives (its entries are its own).
   if (PendingSets* g = g_gated_owner.load(std::memory_order_relaxed)) {
     g_gated_owner.store(nullptr, std::memory_order_relaxed);
-    if (g == &t_state.pending) apply_own();
-    else apply(*g, false);
+    if (g == &t_state.pending) {
+      apply_own();
+    } else {
+      apply(*g, false);
+      // Its change of an object whose delete callback the cache is running (set_path.hpp,
+      // CacheChange): the object is held for it (after its sets went in: applying them must
+      // not wait for the hold).
+      if (const CacheChange c = g_cache_change; c.holder) state().engine->hold_object(c.kind, c.object, c.holder);
+    }
   }
+}
+
+CacheChange g_cache_change;
+
+bool announce_cache_change(ObjectKind kind, Handle h) noexcept {
+  GateLock lock;
+  if (lock.found != kGateOpen) return false;
+  g_cache_change = CacheChange{Engine::thread_token(), h, kind};
+  return true;
+}
+
+void end_cache_change(ObjectKind kind, Handle h) noexcept {
+  bool closed;
+  {
+    GateLock lock;
+    g_cache_change.holder = nullptr;
+    closed = lock.found == kGateClosed;
+  }
+  if (closed) state().engine->release_hold(kind, h);
 }
 
 bool hold_pending_owner() noexcept {

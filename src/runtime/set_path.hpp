@@ -87,19 +87,52 @@ template <Sharing kShare>
   const std::uint64_t version = g_fast.version->load(std::memory_order_acquire);
   // (With a user delete function only a first set is deferred: not worth a read of the engine.)
   if (!QueryCache::has_answer(q, version) && (q.user_delete || !refresh_answer(q, version))) return false;
-  // (At MPI_THREAD_MULTIPLE a user delete function runs through the engine, callbacks_from_cache:
-  // a deferred first set would only have to be applied before its delete.)
-  if (q.user_delete && (q.flag || g_fast.gate_pending)) return false;
+  if (q.user_delete && q.flag) return false;
   return record_pending_here(q, word, call.caller, false);
 }
 
 // Emulate mode: whether the cache may run a user delete callback itself (set_emulated,
-// delete_emulated), without the engine: while sets are deferred, in the C binding, below
-// MPI_THREAD_MULTIPLE (there a second thread may start calling while the callback runs; the
-// engine's path marks the object for it to wait on).
+// delete_emulated), without the engine: while sets are deferred, in the C binding. (At
+// MPI_THREAD_MULTIPLE the change is announced first: CacheChange, below.)
 inline bool callbacks_from_cache(const Call& call) noexcept {
-  return g_fast.defer_sets.load(std::memory_order_relaxed) && !g_fast.gate_pending &&
-         call.api->binding == Binding::C;
+  return g_fast.defer_sets.load(std::memory_order_relaxed) && call.api->binding == Binding::C;
+}
+
+// MPI_THREAD_MULTIPLE, emulate mode: the change of an object whose delete callback the cache runs
+// itself (hooks.cpp, change_from_cache), on the thread that owns the deferred sets. A second
+// thread may make its first call while the callback runs: it ends deferral and applies the
+// owner's sets to the engine (settle_elsewhere), the attribute the callback runs for included,
+// and the owner then makes its change through the engine without running the callback again
+// (change_after_callback). Meanwhile no other thread may change that object (say, delete the
+// attribute and run the callback on its value a second time, a thing no order of the two calls
+// does): the change is announced under the gate before the callback runs, and the thread that
+// ends deferral holds the object for the owner in the engine (Engine::hold_object: other threads'
+// changes of it wait as for callbacks the engine runs; the owner's change takes the hold over).
+// Calls on other objects never wait for the owner's callback, which may itself wait for them.
+// g_cache_change is read and written under g_pending_gate; holder nullptr: none announced.
+struct CacheChange {
+  const void* holder = nullptr;  // the owner's Engine::thread_token()
+  Handle object = 0;
+  ObjectKind kind = ObjectKind::Comm;
+};
+extern CacheChange g_cache_change;
+// Announces the owner's change of (kind, h). False (nothing announced): deferral has ended, the
+// engine's path makes the change.
+bool announce_cache_change(ObjectKind kind, Handle h) noexcept;
+// The announced change made: its end announced, and if deferral ended meanwhile, the object's
+// hold released (unless the change through the engine took it over).
+void end_cache_change(ObjectKind kind, Handle h) noexcept;
+// The cache's own end of the announced change (`finish`: it defers the replacing set, or cancels
+// the pending pair; at Sharing::kOwn: the gate is held here) with the end of the announcement,
+// under one hold of the gate. False, nothing done: deferral ended, or `finish` failed (then the
+// change is made through the engine, and end_cache_change follows).
+template <typename Finish>
+[[gnu::always_inline]] inline bool finish_cache_change(Finish& finish) noexcept {
+  const std::uint8_t found = lock_gate();
+  const bool done = found == kGateOpen && finish(std::integral_constant<Sharing, Sharing::kOwn>{});
+  if (done) g_cache_change.holder = nullptr;
+  unlock_gate(found);
+  return done;
 }
 // A C delete callback run as the engine's invoker runs it (callbacks.cpp): its frame, an
 // exception caught, an error reported. Returns what it returned (MPI_ERR_OTHER if it threw).
