@@ -51,6 +51,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
+import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
@@ -229,12 +231,65 @@ def exit_ok(expected, status):
 
 SKIP = 77  # ctest's SKIP_RETURN_CODE for these tests
 
+# A failing run's evidence outlives the next run of the case (which empties the workdir first):
+# WORKDIR.failed/STAMP/ holds log.txt (the command, its status, stdout and stderr, the native run's,
+# the failures) and a copy of the run's report directory. A flake seen once under load can then
+# still be read after a rerun passed. The newest KEEP_FAILED of a case are kept.
+KEEP_FAILED = 5
+
+
+def _text(data):
+    return data.decode(errors="replace") if isinstance(data, bytes) else (data or "")
+
+
+def keep_failure(workdir, log):
+    """Where the failure was kept (or why it could not be: the test fails all the same)."""
+    root = workdir.rstrip("/") + ".failed"
+    try:
+        os.makedirs(root, exist_ok=True)
+        now = time.time_ns()  # (names sort in the order the failures were kept)
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now // 10**9)) + f".{now % 10**9:09d}-"
+        dest = tempfile.mkdtemp(prefix=stamp, dir=root)
+        with open(os.path.join(dest, "log.txt"), "w") as f:
+            f.write(log)
+        out = os.path.join(workdir, "out")
+        if os.path.isdir(out):
+            shutil.copytree(out, os.path.join(dest, "out"), symlinks=True)
+        for old in sorted(os.listdir(root))[:-KEEP_FAILED]:
+            shutil.rmtree(os.path.join(root, old), ignore_errors=True)
+    except OSError as e:
+        return f"nothing ({e})"
+    return dest
+
+
+def run_log(cmd, proc, native, failures):
+    """log.txt of keep_failure: what a failing run printed and why it failed."""
+    parts = ["$ " + " ".join(cmd)]
+    if proc is not None:
+        parts += [f"exit status {proc.returncode}", "--- stdout", _text(proc.stdout), "--- stderr", _text(proc.stderr)]
+    if native is not None:
+        parts += [f"--- native run: exit status {native.returncode}", "--- native stdout", _text(native.stdout),
+                  "--- native stderr", _text(native.stderr)]
+    parts += ["--- failures"] + [f"FAIL: {f}" for f in failures]
+    return "\n".join(parts) + "\n"
+
 
 def main():
     ap = argparse.ArgumentParser()
     for a in ("--launcher", "--build", "--exe", "--source", "--mode", "--workdir"):
         ap.add_argument(a, required=True)
     a = ap.parse_args()
+    try:
+        return check_case(a)
+    except Exception as e:  # a timeout, a report that cannot be read: kept too, then raised
+        log = traceback.format_exc()
+        if isinstance(e, subprocess.TimeoutExpired):
+            log += f"--- stdout so far\n{_text(e.stdout)}--- stderr so far\n{_text(e.stderr)}"
+        print(f"kept in {keep_failure(a.workdir, log)}", file=sys.stderr)
+        raise
+
+
+def check_case(a):
     spec = header(a.source)
     cfg = mpi_config.load(a.build)
     if cfg.library in spec["skip_on"]:
@@ -275,6 +330,7 @@ def main():
     cmd = [a.launcher, "--mode", a.mode, "--output", out, "--fail-on", "never", "--"] + mpirun
     proc = subprocess.run(cmd, env=dict(env, **spec["env"]), cwd=a.workdir, capture_output=True, text=True, timeout=TIMEOUT)
     failures = []
+    native = None
     print("$ " + " ".join(cmd))
     print(proc.stdout)
     print(proc.stderr, file=sys.stderr)
@@ -364,6 +420,7 @@ def main():
         print(json.dumps(merged.get("findings", []), indent=1)[:4000], file=sys.stderr)
         for f in failures:
             print(f"FAIL: {f}", file=sys.stderr)
+        print(f"kept in {keep_failure(a.workdir, run_log(cmd, proc, native, failures))}", file=sys.stderr)
         return 1
     print(f"ok: {os.path.basename(a.source)} [{a.mode}]")
     return 0
