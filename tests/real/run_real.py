@@ -13,9 +13,11 @@ The test passes when, under attrcheck in the given mode:
     must say why on its own line as a trailing "# reason" comment.
 
 usage: run_real.py --build DIR --mode MODE --np N --workdir DIR [--allow FILE]
-                   [--ignore REGEX]... [--timeout SECONDS] -- COMMAND [ARGS...]
+                   [--ignore REGEX]... [--input FILE]... [--timeout SECONDS] -- COMMAND [ARGS...]
 The command is what the build's MPI launcher (mpiexec of Open MPI or MPICH) starts on each rank
-(a program and its arguments).
+(a program and its arguments). Each run has a directory of its own as its working directory;
+--input files are copied into both (clients that read their input from the working directory:
+ScaLAPACK's test drivers read their .dat file there).
 """
 import argparse
 import difflib
@@ -74,6 +76,7 @@ def main():
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--allow", help="allow-list (suppressions file) of documented true positives")
     ap.add_argument("--ignore", action="append", default=[], help="regex of stdout lines that may differ")
+    ap.add_argument("--input", action="append", default=[], help="file copied into each run's working directory")
     ap.add_argument("--timeout", type=int, default=240)
     ap.add_argument("command", nargs=argparse.REMAINDER)
     a = ap.parse_args()
@@ -92,6 +95,9 @@ def main():
     native_dir, checked_dir = os.path.join(a.workdir, "native"), os.path.join(a.workdir, "attrcheck")
     os.makedirs(native_dir)
     os.makedirs(checked_dir)  # each run in its own directory: clients write files to the cwd
+    for path in a.input:
+        for directory in (native_dir, checked_dir):
+            shutil.copy(path, directory)
     out = os.path.join(a.workdir, "report")
     def mpirun(directory):
         return [cfg.launcher, *cfg.per_rank_stdout(os.path.join(directory, "stdout")), cfg.numproc_flag, str(a.np),
