@@ -24,6 +24,9 @@ packages=(
   libhdf5-openmpi-dev libhdf5-doc
   # MPICH's real client: Debian builds parallel HDF5 for MPICH too (PETSc, mpi4py, h5py: Open MPI).
   libhdf5-mpich-dev
+  # ScaLAPACK 2.2.1's test drivers, built for both libraries (their .dat inputs come with
+  # scalapack-test-common, which it depends on).
+  scalapack-mpi-test
   python3-mpi4py python3-numpy python3-h5py-mpi
 )
 
