@@ -13,9 +13,10 @@ The test passes when, under attrcheck in the given mode:
     must say why on its own line as a trailing "# reason" comment.
 
 usage: run_real.py --build DIR --mode MODE --np N --workdir DIR [--allow FILE]
-                   [--ignore REGEX]... [--timeout SECONDS] -- COMMAND [ARGS...]
+                   [--ignore REGEX]... [--timeout SECONDS] [--result FILE] -- COMMAND [ARGS...]
 The command is what the build's MPI launcher (mpiexec of Open MPI or MPICH) starts on each rank
-(a program and its arguments).
+(a program and its arguments). --result writes the outcome as JSON for a driver running many
+clients (tests/real/sweep_petsc.py): both exit statuses, the failures, the findings by rule.
 """
 import argparse
 import difflib
@@ -75,6 +76,7 @@ def main():
     ap.add_argument("--allow", help="allow-list (suppressions file) of documented true positives")
     ap.add_argument("--ignore", action="append", default=[], help="regex of stdout lines that may differ")
     ap.add_argument("--timeout", type=int, default=240)
+    ap.add_argument("--result", help="write the outcome here as JSON")
     ap.add_argument("command", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     command = a.command[1:] if a.command[:1] == ["--"] else a.command
@@ -140,6 +142,19 @@ def main():
             failures.append(f"{f['severity']} {f['rule']} x{f.get('count', 1)} at {where}: {f['message']}")
     for s in merged.get("suppressed", []):
         print(f"allowed: {s['rule']} x{s.get('count', 1)} ({s.get('suppression')}): {s.get('message')}")
+
+    if a.result:
+        by_rule = {}
+        for f in merged.get("findings", []):
+            key = f"{f['severity']}:{f['rule']}"
+            by_rule[key] = by_rule.get(key, 0) + f.get("count", 1)
+        for s in merged.get("suppressed", []):
+            key = f"suppressed:{s['rule']}"
+            by_rule[key] = by_rule.get(key, 0) + s.get("count", 1)
+        with open(a.result, "w") as f:
+            json.dump({"native_status": native.returncode, "status": checked.returncode, "failures": failures,
+                       "findings": by_rule, "native_stderr": native.stderr[-2000:],
+                       "stderr": checked.stderr[-2000:]}, f, indent=1)
 
     if failures:
         print(json.dumps(merged.get("findings", []), indent=1)[:6000], file=sys.stderr)
