@@ -5,7 +5,8 @@ The test passes when, under attrcheck in the given mode:
   - the command ends with the native run's exit status (which must be 0),
   - every rank's stdout equals the native run's (the launcher keeps one file per rank, so the
     interleaving of ranks does not matter: mpi_config.per_rank_stdout; lines matching an --ignore
-    regex are dropped in both),
+    regex are dropped in both, text matching a --mask regex is replaced by "<masked>" in both:
+    what differs from run to run natively, like timings or handle addresses),
   - every rank wrote a report (attrcheck really ran in it), the merged report matches the schema,
   - the merged report has no error or warning finding, except those the client's allow-list
     (--allow FILE) names. The allow-list is a suppressions file (README, Suppressions) given to
@@ -13,7 +14,7 @@ The test passes when, under attrcheck in the given mode:
     must say why on its own line as a trailing "# reason" comment.
 
 usage: run_real.py --build DIR --mode MODE --np N --workdir DIR [--allow FILE]
-                   [--ignore REGEX]... [--timeout SECONDS] [--result FILE] -- COMMAND [ARGS...]
+                   [--ignore REGEX]... [--mask REGEX]... [--timeout SECONDS] [--result FILE] -- COMMAND [ARGS...]
 The command is what the build's MPI launcher (mpiexec of Open MPI or MPICH) starts on each rank
 (a program and its arguments). --result writes the outcome as JSON for a driver running many
 clients (tests/real/sweep_petsc.py): both exit statuses, the failures, the findings by rule.
@@ -34,10 +35,14 @@ sys.path.insert(0, os.path.join(HERE, "..", "mpi"))
 import mpi_config  # noqa: E402  (the MPI library of the build, the MPI tests' environment)
 from run_case import schema_errors  # noqa: E402  (the MPI tests' schema check)
 
-def per_rank(cfg, directory, ignore):
+def per_rank(cfg, directory, ignore, mask=()):
     """{rank: [lines]} of each rank's stdout (the first job's) that the launcher wrote under
-    `directory`, lines matching an `ignore` regex dropped."""
-    return {rank: [line for line in text.splitlines() if not any(r.search(line) for r in ignore)]
+    `directory`, lines matching an `ignore` regex dropped, text matching a `mask` regex masked."""
+    def masked(line):
+        for r in mask:
+            line = r.sub("<masked>", line)
+        return line
+    return {rank: [masked(line) for line in text.splitlines() if not any(r.search(line) for r in ignore)]
             for rank, text in cfg.rank_stdout(directory).items()}
 
 
@@ -75,6 +80,7 @@ def main():
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--allow", help="allow-list (suppressions file) of documented true positives")
     ap.add_argument("--ignore", action="append", default=[], help="regex of stdout lines that may differ")
+    ap.add_argument("--mask", action="append", default=[], help="regex of stdout text that may differ (masked)")
     ap.add_argument("--timeout", type=int, default=240)
     ap.add_argument("--result", help="write the outcome here as JSON")
     ap.add_argument("command", nargs=argparse.REMAINDER)
@@ -83,6 +89,7 @@ def main():
     if not command:
         ap.error("no command given")
     ignore = [re.compile(r) for r in a.ignore]
+    mask = [re.compile(r) for r in a.mask]
     a.workdir = os.path.abspath(a.workdir)  # the runs use their own directories as cwd
     failures = []
 
@@ -115,8 +122,8 @@ def main():
     if native.returncode != checked.returncode:
         failures.append(f"exit status {checked.returncode} under attrcheck, {native.returncode} natively")
 
-    want = per_rank(cfg, os.path.join(native_dir, "stdout"), ignore)
-    got = per_rank(cfg, os.path.join(checked_dir, "stdout"), ignore)
+    want = per_rank(cfg, os.path.join(native_dir, "stdout"), ignore, mask)
+    got = per_rank(cfg, os.path.join(checked_dir, "stdout"), ignore, mask)
     if sorted(want) != list(range(a.np)):
         failures.append(f"the native run left stdout files for ranks {sorted(want)}, expected {a.np}")
     for rank in sorted(set(want) | set(got)):
@@ -153,7 +160,7 @@ def main():
             by_rule[key] = by_rule.get(key, 0) + s.get("count", 1)
         with open(a.result, "w") as f:
             json.dump({"native_status": native.returncode, "status": checked.returncode, "failures": failures,
-                       "findings": by_rule, "native_stderr": native.stderr[-2000:],
+                       "findings": by_rule, "native_stderr": native.stderr[:3000],
                        "stderr": checked.stderr[-2000:]}, f, indent=1)
 
     if failures:
