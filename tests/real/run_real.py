@@ -5,7 +5,8 @@ The test passes when, under attrcheck in the given mode:
   - the command ends with the native run's exit status (which must be 0),
   - every rank's stdout equals the native run's (the launcher keeps one file per rank, so the
     interleaving of ranks does not matter: mpi_config.per_rank_stdout; lines matching an --ignore
-    regex are dropped in both),
+    regex are dropped in both, text matching a --mask regex is replaced by "<masked>" in both:
+    what differs from run to run natively, like timings or handle addresses),
   - every rank wrote a report (attrcheck really ran in it), the merged report matches the schema,
   - the merged report has no error or warning finding, except those the client's allow-list
     (--allow FILE) names. The allow-list is a suppressions file (README, Suppressions) given to
@@ -13,11 +14,14 @@ The test passes when, under attrcheck in the given mode:
     must say why on its own line as a trailing "# reason" comment.
 
 usage: run_real.py --build DIR --mode MODE --np N --workdir DIR [--allow FILE]
-                   [--ignore REGEX]... [--input FILE]... [--timeout SECONDS] -- COMMAND [ARGS...]
+                   [--ignore REGEX]... [--mask REGEX]... [--input FILE]... [--timeout SECONDS] [--result FILE]
+                   -- COMMAND [ARGS...]
 The command is what the build's MPI launcher (mpiexec of Open MPI or MPICH) starts on each rank
 (a program and its arguments). Each run has a directory of its own as its working directory;
 --input files are copied into both (clients that read their input from the working directory:
-ScaLAPACK's test drivers read their .dat file there).
+ScaLAPACK's test drivers read their .dat file there). --result writes the outcome as JSON for a
+driver running many clients (tests/real/sweep_petsc.py): both exit statuses, the failures, the
+findings by rule.
 """
 import argparse
 import difflib
@@ -35,10 +39,14 @@ sys.path.insert(0, os.path.join(HERE, "..", "mpi"))
 import mpi_config  # noqa: E402  (the MPI library of the build, the MPI tests' environment)
 from run_case import schema_errors  # noqa: E402  (the MPI tests' schema check)
 
-def per_rank(cfg, directory, ignore):
+def per_rank(cfg, directory, ignore, mask=()):
     """{rank: [lines]} of each rank's stdout (the first job's) that the launcher wrote under
-    `directory`, lines matching an `ignore` regex dropped."""
-    return {rank: [line for line in text.splitlines() if not any(r.search(line) for r in ignore)]
+    `directory`, lines matching an `ignore` regex dropped, text matching a `mask` regex masked."""
+    def masked(line):
+        for r in mask:
+            line = r.sub("<masked>", line)
+        return line
+    return {rank: [masked(line) for line in text.splitlines() if not any(r.search(line) for r in ignore)]
             for rank, text in cfg.rank_stdout(directory).items()}
 
 
@@ -77,13 +85,16 @@ def main():
     ap.add_argument("--allow", help="allow-list (suppressions file) of documented true positives")
     ap.add_argument("--ignore", action="append", default=[], help="regex of stdout lines that may differ")
     ap.add_argument("--input", action="append", default=[], help="file copied into each run's working directory")
+    ap.add_argument("--mask", action="append", default=[], help="regex of stdout text that may differ (masked)")
     ap.add_argument("--timeout", type=int, default=240)
+    ap.add_argument("--result", help="write the outcome here as JSON")
     ap.add_argument("command", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     command = a.command[1:] if a.command[:1] == ["--"] else a.command
     if not command:
         ap.error("no command given")
     ignore = [re.compile(r) for r in a.ignore]
+    mask = [re.compile(r) for r in a.mask]
     a.workdir = os.path.abspath(a.workdir)  # the runs use their own directories as cwd
     failures = []
 
@@ -119,8 +130,8 @@ def main():
     if native.returncode != checked.returncode:
         failures.append(f"exit status {checked.returncode} under attrcheck, {native.returncode} natively")
 
-    want = per_rank(cfg, os.path.join(native_dir, "stdout"), ignore)
-    got = per_rank(cfg, os.path.join(checked_dir, "stdout"), ignore)
+    want = per_rank(cfg, os.path.join(native_dir, "stdout"), ignore, mask)
+    got = per_rank(cfg, os.path.join(checked_dir, "stdout"), ignore, mask)
     # Open MPI makes every rank's file; Hydra (MPICH) makes one only once its rank prints, so there
     # a silent rank (ScaLAPACK's drivers print on rank 0 only) leaves none: its stdout is empty.
     # (That every rank ran shows in the reports, checked below.)
@@ -150,6 +161,19 @@ def main():
             failures.append(f"{f['severity']} {f['rule']} x{f.get('count', 1)} at {where}: {f['message']}")
     for s in merged.get("suppressed", []):
         print(f"allowed: {s['rule']} x{s.get('count', 1)} ({s.get('suppression')}): {s.get('message')}")
+
+    if a.result:
+        by_rule = {}
+        for f in merged.get("findings", []):
+            key = f"{f['severity']}:{f['rule']}"
+            by_rule[key] = by_rule.get(key, 0) + f.get("count", 1)
+        for s in merged.get("suppressed", []):
+            key = f"suppressed:{s['rule']}"
+            by_rule[key] = by_rule.get(key, 0) + s.get("count", 1)
+        with open(a.result, "w") as f:
+            json.dump({"native_status": native.returncode, "status": checked.returncode, "failures": failures,
+                       "findings": by_rule, "native_stderr": native.stderr[:3000],
+                       "stderr": checked.stderr[-2000:]}, f, indent=1)
 
     if failures:
         print(json.dumps(merged.get("findings", []), indent=1)[:6000], file=sys.stderr)
