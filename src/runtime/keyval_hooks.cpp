@@ -73,16 +73,21 @@ int on_create_keyval(const Call& call, void* copy_fn, void* delete_fn, int* keyv
   rec->delete_fn = spec.del.action == DeleteAction::User ? delete_fn : nullptr;
   rec->extra_state = extra_state;
   rec->lang = spec.lang;
-  rec->user_id = engine_id;
   rec->unseen_copy.store(spec.copy.action == CopyAction::Dup && spec.del.action == DeleteAction::User,
                          std::memory_order_relaxed);
   if (r.mode == Mode::Emulate) {
+    rec->user_id = engine_id;
     rec->engine_id.store(engine_id, std::memory_order_release);
     *keyval = engine_id;
     return MPI_SUCCESS;
   }
   rec->library = lib;
-  rec->engine_id.store(engine_id, std::memory_order_release);
+  // The record is published (engine_id) only once user_id is the library's key: from then on
+  // other threads that find the keyval among the engine's live ones (a constructor on another
+  // thread asks the library whether its new object carries it) pass user_id to the library, and
+  // an engine id there is an invalid keyval to it (MPICH aborts). Until then record_for() finds
+  // no record and they skip the keyval, which no attribute can use yet. The library's create runs
+  // no callback, so nothing needs the record meanwhile.
   if (reused) {
     *keyval = held_key;  // the library made it with `lib`, this very record included
   } else {
@@ -94,6 +99,7 @@ int on_create_keyval(const Call& call, void* copy_fn, void* delete_fn, int* keyv
     }
   }
   rec->user_id = *keyval;
+  rec->engine_id.store(engine_id, std::memory_order_release);
   map_key(*keyval, engine_id);
   return MPI_SUCCESS;
 }
