@@ -58,6 +58,33 @@ class FreeWindow {
   bool counted_ = false;
 };
 
+// Frees the library makes of other objects inside this thread's free: a datatype freed while
+// another was built from it is destroyed, its delete callbacks run and its handle released, only
+// when the last one built from it is freed (type-free-defers-delete-callbacks), so inside that
+// free's call. The delete trampoline sees those callbacks before the library releases the handle,
+// and holds the handle as a FreeWindow holds the freed object's (hold_deferred_free), until the
+// free's mirror has accounted for them: else another thread's constructor could register the
+// handle anew first, and the mirror would take the deferred callbacks for callbacks run on that
+// new object ("ran a delete callback ... that the standard does not call here").
+constexpr int kDeferredHeld = 8;
+thread_local FreeUnderWay* t_deferred[kDeferredHeld];
+thread_local int t_deferred_count = 0;
+
+class DeferredFrees {
+ public:
+  DeferredFrees() noexcept = default;
+  ~DeferredFrees() {
+    for (int i = 0; i < t_deferred_count; ++i) {
+      t_deferred[i]->thread.store(nullptr, std::memory_order_relaxed);
+      t_deferred[i]->handle.store(0, std::memory_order_release);
+      frees_open.fetch_sub(1, std::memory_order_release);
+    }
+    t_deferred_count = 0;
+  }
+  DeferredFrees(const DeferredFrees&) = delete;
+  DeferredFrees& operator=(const DeferredFrees&) = delete;
+};
+
 // Waits while another thread's free of `h` is under way (FreeWindow).
 void wait_for_free_of(Handle h) noexcept {
   if (state().thread_level < MPI_THREAD_MULTIPLE || frees_open.load(std::memory_order_acquire) == 0) return;
@@ -66,6 +93,26 @@ void wait_for_free_of(Handle h) noexcept {
       std::this_thread::yield();
 }
 
+}  // namespace
+
+void hold_deferred_free(Handle h) noexcept {
+  if (state().thread_level < MPI_THREAD_MULTIPLE || h == 0 || t_deferred_count == kDeferredHeld) return;
+  for (int i = 0; i < t_deferred_count; ++i)
+    if (t_deferred[i]->handle.load(std::memory_order_relaxed) == h) return;
+  frees_open.fetch_add(1, std::memory_order_acq_rel);
+  for (FreeUnderWay& f : frees_under_way) {
+    Handle none = 0;
+    if (f.handle.load(std::memory_order_relaxed) == 0 &&
+        f.handle.compare_exchange_strong(none, h, std::memory_order_acq_rel)) {
+      f.thread.store(thread_token(), std::memory_order_release);
+      t_deferred[t_deferred_count++] = &f;
+      return;
+    }
+  }
+  frees_open.fetch_sub(1, std::memory_order_release);  // (all taken: unguarded, as FreeWindow)
+}
+
+namespace {
 // Registers a handle the library just created; a stale registration of the same handle (freed
 // on a path the tool does not see) is dropped first.
 void register_new(ObjectKind kind, Handle h, Origin origin) {
@@ -336,6 +383,7 @@ int on_free(const Call& call, Handle h, const FnRef<int()>& forward) {
   if (res.ok() && (info.flags & kObjectPredefined)) res.status = Status::ObjectPredefined;
   if (!res.ok()) return refuse(call, res, kind, h, 0, 0);
   const bool adopted = adopted_now(kind, h);
+  DeferredFrees deferred;  // (closed after the window: both end with the mirror)
   FreeWindow window(h);
   ReplayScope replay(call, false);
   LogRuns log(replay, kind, h, false);

@@ -122,6 +122,9 @@ int trampoline_delete_fn(Obj object, int key, void* value, void* extra) {
     if (__builtin_expect(log && log->deletes_of == h && log->kind == K, 1)) {
       log->deletes.append() = RanDelete{h, engine_id, value_in, rc};
     } else {
+      // During the free of another object: the library is destroying this one too (a free it
+      // deferred), and releases its handle before the free returns.
+      if (log && log->deletes_of != RunLog::kNone) hold_deferred_free(h);
       // (What a delete's replay reads, field by field: flag, value_out and fortran_object are a
       // copy callback's and a Fortran one's. Three stores fewer on every replacing set.)
       Observation& o = r->seen.emplace_back();
