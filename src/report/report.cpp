@@ -385,7 +385,7 @@ void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcep
   f.provenance_count = 0;
   if (signal_safe && in.fault_stack && in.fault_stack_depth > 0 && stack_depth_ > 0)
     resolve_stack_async_signal_safe(in.fault_stack, in.fault_stack_depth, stack_depth_, &f.stack);
-  if (!signal_safe && stack_depth_ > 0) {
+  if (!signal_safe && stack_depth_ > 0 && !in.no_stack) {
     void* frames[kStackFrames + 24];
     const int captured = capture_stack(frames, stack_depth_ + 24, 0);
     resolve_stack(frames, captured, stack_depth_, &f.stack);

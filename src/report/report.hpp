@@ -75,6 +75,7 @@ struct FindingInput {
   // instruction a signal hit, looked up as is; the others are return addresses.
   const void* const* fault_stack = nullptr;
   int fault_stack_depth = 0;
+  bool no_stack = false;  // a fact about the run, not about a place in the program: no stack
 };
 
 struct Finding {

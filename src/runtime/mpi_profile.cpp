@@ -33,7 +33,24 @@ const KnownDivergence* known_divergence(DivergenceSite site, const char* call) n
   return nullptr;
 }
 
+namespace {
+char g_library_version[32] = "";
+}  // namespace
+
+const char* library_version() noexcept { return g_library_version; }
+
 void check_library(const char* version) noexcept {
+  // The first dotted number: "Open MPI v4.1.4, package: ...", "MPICH Version:\t4.0.2 ...".
+  for (const char* p = version; p && *p; ++p) {
+    if (*p < '0' || *p > '9') continue;
+    std::size_t n = 0;
+    while (n + 1 < sizeof g_library_version && ((p[n] >= '0' && p[n] <= '9') || p[n] == '.')) {
+      g_library_version[n] = p[n];
+      ++n;
+    }
+    g_library_version[n] = '\0';
+    break;
+  }
   if (!version || !*kProfile.marker || std::strstr(version, kProfile.marker)) return;
   // MPICH's derivatives (Intel MPI, MVAPICH, Cray MPICH) name themselves; their mpi.h says MPICH.
   std::fprintf(stderr,

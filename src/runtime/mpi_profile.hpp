@@ -111,6 +111,8 @@ const KnownDivergence* known_divergence(DivergenceSite site, const char* call) n
 // Checks, once MPI runs, that MPI_Get_library_version names the library attrcheck was built
 // against; warns on stderr if not (the wrappers' constants would be another library's).
 void check_library(const char* version) noexcept;
+// The library's version as MPI_Get_library_version gave it to check_library ("4.1.4"), or "" before.
+const char* library_version() noexcept;
 
 // The predefined callbacks (MPI_COMM_NULL_COPY_FN ...), recognised by address.
 struct PredefinedFn {

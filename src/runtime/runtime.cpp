@@ -365,19 +365,34 @@ FindingInput finding(Rule rule, const Call& call) {
   return in;
 }
 
+namespace {
+// A known divergence is a fact about the library, not about the program: one note per run and
+// divergence (its count says how often it was seen), at no call site and with no stack, at info
+// level, so that it fails no gate by default.
+void library_note(const KnownDivergence& known) {
+  FindingInput in;
+  in.rule = Rule::LibraryDivergence;
+  in.no_stack = true;
+  char detail[400];
+  Appender a{detail, sizeof detail};
+  a.put(kProfile.name);
+  a.put(" ");
+  a.put(library_version());
+  a.put(" [");
+  a.put(known.id);
+  a.put("]: ");
+  a.put(known.behaviour);
+  a.put(" (the standard, ");
+  a.put(known.standard);
+  a.put(")");
+  in.detail = detail;
+  report(in);
+}
+}  // namespace
+
 void divergence(const Call& call, const char* detail, bool has_keyval, int keyval, DivergenceSite site) {
   FindingInput in = finding(Rule::ImplDivergence, call);
-  char named[400];
-  if (const KnownDivergence* known = known_divergence(site, in.call)) {
-    Appender a{named, sizeof named};
-    a.put(detail);
-    a.put(" (a known ");
-    a.put(kProfile.name);
-    a.put(" divergence [");
-    a.put(known->id);
-    a.put("])");
-    detail = named;
-  }
+  if (const KnownDivergence* known = known_divergence(site, in.call)) return library_note(*known);
   in.detail = detail;
   in.has_keyval = has_keyval;
   in.keyval = keyval;

@@ -96,6 +96,8 @@ std::string location(const Json& f) {
     return fn + " (" + basename(text(site, "file")) + ":" + value_text(site, "line", "?") + ")";
   }
   if (truthy(site, "symbol")) return text(site, "symbol");
+  // A fact about the run (a library note, a tool limit), not about a place in the program.
+  if (!truthy(site, "module") && value_text(site, "address", "0x0") == "0x0") return "-";
   std::string module = basename(text(site, "module"));
   if (module.empty()) module = "?";
   return module + "+" + value_text(site, "offset", "?");
