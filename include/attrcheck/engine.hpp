@@ -296,6 +296,11 @@ struct FinalizeOptions {
   // Also delete the attributes of MPI_COMM_WORLD after those of MPI_COMM_SELF. The standard only
   // requires MPI_COMM_SELF; Open MPI 4.1 and MPICH also do MPI_COMM_WORLD, Open MPI 5 does not.
   bool delete_world_attributes = false;
+  // Called once MPI_COMM_SELF's attributes are deleted, before MPI_COMM_WORLD's, without the
+  // engine's lock (it may ask the engine what is still set): the host's look at what the
+  // program's MPI_COMM_SELF callbacks left behind.
+  void (*after_self)(void* context) = nullptr;
+  void* context = nullptr;
 };
 
 // What finalize() did: every delete callback that failed (the attribute stays, as a leak).

@@ -20,6 +20,26 @@ void begin(int provided) {
   }
   started(provided);
 }
+
+// attr.world-at-finalize, on what is still set on MPI_COMM_WORLD once MPI_COMM_SELF's delete
+// callbacks have run: a library whose MPI_COMM_SELF callback deletes its MPI_COMM_WORLD attribute
+// itself (what Open MPI 5, which no longer deletes MPI_COMM_WORLD's attributes at finalize, asks
+// of its users) does not rely on MPI_Finalize for it.
+void world_attributes_left(void* context) {
+  const Call& call = *static_cast<const Call*>(context);
+  Runtime& r = state();
+  for (const AttributeInfo& a : r.engine->attributes(ObjectKind::Comm, r.world)) {
+    if (a.predefined || a.delete_action != DeleteAction::User) continue;
+    FindingInput in = finding(Rule::AttrWorldAtFinalize, call);
+    const KeyRecord* rec = record_for(a.keyval);
+    in.has_keyval = true;
+    in.keyval = rec ? rec->user_id : a.keyval;
+    ProvenanceStorage storage;  // the site is MPI_Finalize's: say whose attribute it is
+    add_provenance(in, storage, "attribute set", a.set_at);
+    add_keyval_provenance(in, storage, a.keyval, false);
+    report(in);
+  }
+}
 }  // namespace
 
 int on_init(const Call&, int, const FnRef<int(int*)>& forward) {
@@ -49,23 +69,14 @@ int on_finalize(const Call& call, const FnRef<int()>& forward) {
   if (phase() != Phase::Running) return forward();
   CallScope scope(call);
   Engine& e = *r.engine;
-  for (const AttributeInfo& a : e.attributes(ObjectKind::Comm, r.world)) {
-    if (a.predefined || a.delete_action != DeleteAction::User) continue;
-    FindingInput in = finding(Rule::AttrWorldAtFinalize, call);
-    const KeyRecord* rec = record_for(a.keyval);
-    in.has_keyval = true;
-    in.keyval = rec ? rec->user_id : a.keyval;
-    ProvenanceStorage storage;  // the site is MPI_Finalize's: say whose attribute it is
-    add_provenance(in, storage, "attribute set", a.set_at);
-    add_keyval_provenance(in, storage, a.keyval, false);
-    report(in);
-  }
   g_fast.open.store(false, std::memory_order_release);
   r.engine->advance_layout();  // every remembered query is void
   r.phase.store(static_cast<int>(Phase::Finalizing), std::memory_order_release);
   if (r.mode == Mode::Shadow) release_quarantine();  // the library frees the keyvals held back
   FinalizeOptions options;
   options.delete_world_attributes = true;  // what Open MPI 4.1 and MPICH do natively
+  options.after_self = world_attributes_left;
+  options.context = const_cast<Call*>(&call);
   int rc;
   auto library_finalize = [&] {
     r.library_finalizing.store(true, std::memory_order_release);
