@@ -248,6 +248,17 @@ int replay_copy(Replay& r, const CopyCall& c, std::uint64_t* out, int* flag) {
   return MPI_SUCCESS;
 }
 
+// Whether the library's run `o` may be the one on `object` of `kind`: it is on that object, or
+// it is a Fortran callback's where the library is known to pass those a wrong handle (the
+// profile's WrongHandle divergence), whose handle then says nothing about the object.
+bool may_be_on(const Observation& o, ObjectKind kind, Handle object) noexcept {
+  if (o.object == object) return true;
+  static const bool handles_trusted = !known_divergence(DivergenceSite::WrongHandle, "");
+  if (handles_trusted || o.kind != kind) return false;
+  const KeyRecord* rec = record_for(o.engine_id);
+  return rec && rec->lang != Binding::C;
+}
+
 // (Out of line: inlined, its frame was set up on every emulated delete callback too.)
 [[gnu::noinline]] int replay_delete(Replay& r, const DeleteCall& c) {
   const KeyRecord* rec = record_for(c.keyval);
@@ -255,7 +266,7 @@ int replay_copy(Replay& r, const CopyCall& c, std::uint64_t* out, int* flag) {
   if (r.has_ordered_object && c.object == r.ordered_object) {
     for (const Observation* p = unused_begin(r); p != r.seen.end(); ++p) {
       const Observation& o = *p;
-      if (o.used || o.copy || o.object != c.object) continue;
+      if (o.used || o.copy || !may_be_on(o, c.kind, c.object)) continue;
       if (o.engine_id != c.keyval)
         divergence(*r.call, "ran MPI_COMM_SELF's delete callbacks out of the order they were set (newest first)",
                    true, user_key, DivergenceSite::SelfDeleteOrder);
