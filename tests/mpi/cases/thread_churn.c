@@ -9,8 +9,9 @@
  *     copy callback, so every dup runs every thread's copy callback), sets, gets, replaces and
  *     deletes an attribute on the first duplicate, and frees both;
  *   - sets (replacing) and gets its own attribute on a communicator all threads share;
- *   - makes a contiguous datatype with an attribute, duplicates it, reads the duplicate's copy,
- *     and frees the original first (while the duplicate lives), then the duplicate;
+ *   - creates a datatype keyval, makes a contiguous datatype with an attribute, duplicates it,
+ *     reads the duplicate's copy, frees the original first (while the duplicate lives), then the
+ *     duplicate and the keyval;
  *   - every 10th round, creates a communicator keyval, sets it on the second duplicate, and frees
  *     the keyval while that attribute still uses it (legal: the delete callback runs at the free).
  * Every attribute the program holds is counted up when set or copied and down when a delete
@@ -72,7 +73,6 @@ static void* churn(void* arg) {
   const long me = (long)arg;
   int own_key, type_key, shared_key;
   check(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, comm_delete, &own_key, NULL), "create own key", -1);
-  check(MPI_Type_create_keyval(type_copy, type_delete, &type_key, NULL), "create type key", -1);
   check(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, comm_delete, &shared_key, NULL), "create shared key", -1);
   for (int round = 0; round < rounds; ++round) {
     void* got = NULL;
@@ -108,6 +108,7 @@ static void* churn(void* arg) {
     check(MPI_Comm_free(&b), "MPI_Comm_free", round);
 
     MPI_Datatype t, t2;
+    check(MPI_Type_create_keyval(type_copy, type_delete, &type_key, NULL), "create type key", round);
     check(MPI_Type_contiguous(2, MPI_INT, &t), "MPI_Type_contiguous", round);
     check(MPI_Type_set_attr(t, type_key, (void*)(me + 7)), "set type", round);
     add(&live, 1);
@@ -116,10 +117,10 @@ static void* churn(void* arg) {
     if (!flag || got != (void*)(me + 7)) add(&failures, 1);
     check(MPI_Type_free(&t), "MPI_Type_free", round);
     check(MPI_Type_free(&t2), "MPI_Type_free dup", round);
+    check(MPI_Type_free_keyval(&type_key), "free type key", round);
   }
   check(MPI_Comm_delete_attr(shared, shared_key), "delete shared", -1);
   check(MPI_Comm_free_keyval(&own_key), "free own key", -1);
-  check(MPI_Type_free_keyval(&type_key), "free type key", -1);
   check(MPI_Comm_free_keyval(&shared_key), "free shared key", -1);
   return NULL;
 }
