@@ -56,6 +56,33 @@ class ReportToolTest(unittest.TestCase):
         self.assertIn("main (demo.c:", line)       # symbolized to the source line
         self.assertIn("freed a second time", line)
 
+    def test_the_report_says_what_was_checked(self):
+        ranks = []
+        for name in ("rank-0.json", "rank-1.json"):
+            with open(os.path.join(self.run_dir, name)) as f:
+                ranks.append(json.load(f)["intercepted"])
+        merged = self.out("checked.json")
+        self.assertEqual(tool("merge", "-o", merged, self.run_dir).returncode, 0)
+        with open(merged) as f:
+            whole = json.load(f)
+        for family, bindings in whole["intercepted"].items():
+            for binding, n in bindings.items():
+                self.assertEqual(n, sum(r[family][binding] for r in ranks), (family, binding))
+        self.assertGreater(whole["intercepted"]["keyval"]["c"], 0)
+        self.assertEqual([r["intercepted"] for r in whole["ranks"]], ranks)
+        line = next(l for l in tool("summary", self.run_dir).stdout.splitlines() if l.startswith("attrcheck: checked "))
+        self.assertIn(f"{whole['intercepted']['keyval']['c']} keyval, ", line)
+        # A run whose calls never reached attrcheck says so, though it has no findings either.
+        with open(self.rank0) as f:
+            report = json.load(f)
+        report["findings"], report["stacks"] = [], []
+        report["summary"] = {"error": 0, "warning": 0, "info": 0, "dropped": 0}
+        report["intercepted"] = {k: {"c": 0, "fortran": 0, "f08": 0} for k in report["intercepted"]}
+        nothing = self.out("nothing-checked.json")
+        with open(nothing, "w") as f:
+            json.dump(report, f)
+        self.assertIn("nothing was checked", tool("summary", nothing).stdout)
+
     def test_journals_of_killed_ranks_are_merged(self):
         # A rank killed with SIGKILL leaves only its journal (rank-N.journal: a header line, then
         # one line per finding as found, the last one possibly cut short); a rank that wrote its
@@ -112,7 +139,7 @@ class ReportToolTest(unittest.TestCase):
         # its own finding, however the handle values differ.
         with open(self.rank0) as f:
             parent = json.load(f)
-        self.assertEqual((parent["version"], parent["run"]["spawned"]), ("1.3", False))
+        self.assertEqual((parent["version"], parent["run"]["spawned"]), ("1.4", False))
         child = json.loads(json.dumps(parent))
         child["run"].update(job="4711", spawned=True, pid=parent["run"]["pid"] + 1)
         double = next(f for f in child["findings"] if f["rule"] == "keyval.double-free")

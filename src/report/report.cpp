@@ -563,6 +563,21 @@ bool render_json(int fd, const RunInfo& run, const FindingStore& store) noexcept
   w.key("info"); w.num(static_cast<long long>(c[2])); w.raw(",");
   w.key("dropped"); w.num(static_cast<long long>(store.dropped()));
   w.raw("},\n");
+  if (run.call_counts) {  // {"keyval": {"c": N, "fortran": N, "f08": N}, "attribute": ...}
+    std::uint64_t n[kCallFamilies][kCallBindings];
+    run.call_counts(n);
+    w.key("intercepted"); w.raw("{");
+    for (int f = 0; f < kCallFamilies; ++f) {
+      if (f) w.raw(",");
+      w.key(kCallFamilyNames[f]); w.raw("{");
+      for (int b = 0; b < kCallBindings; ++b) {
+        if (b) w.raw(",");
+        w.key(kCallBindingNames[b]); w.num(static_cast<long long>(n[f][b]));
+      }
+      w.raw("}");
+    }
+    w.raw("},\n");
+  }
   w.key("findings"); w.raw("[");
   bool first = true;
   for (std::size_t i = 0; i < store.size(); ++i) {

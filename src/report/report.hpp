@@ -17,7 +17,7 @@
 namespace attrcheck {
 
 inline constexpr char kReportSchema[] = "attrcheck.rank-report";
-inline constexpr char kReportVersion[] = "1.3";
+inline constexpr char kReportVersion[] = "1.4";
 inline constexpr char kToolVersion[] = "0.1.0";
 
 // Copies `src` (null: "") into `dst`, truncating to `size` - 1 characters; no allocation.
@@ -106,6 +106,14 @@ struct Finding {
   int provenance_count = 0;
 };
 
+// What the run intercepted, counted by the runtime and rendered as the report's "intercepted":
+// calls by family and binding (mpif.h and `use mpi` share their entry points: "fortran").
+inline constexpr int kCallFamilies = 4, kCallBindings = 3;
+inline constexpr const char* kCallFamilyNames[kCallFamilies] = {"keyval", "attribute", "object", "callback"};
+inline constexpr const char* kCallBindingNames[kCallBindings] = {"c", "fortran", "f08"};
+// Fills the counts; async-signal-safe (the report may be written from a signal handler).
+using CallCountReader = void (*)(std::uint64_t out[kCallFamilies][kCallBindings]) noexcept;
+
 // Run-level facts written into the report; plain data, filled at MPI_Init.
 struct RunInfo {
   int rank = -1;
@@ -121,6 +129,7 @@ struct RunInfo {
   char mpi_library[160] = "";
   std::atomic<const char*> status{"running"};  // a string literal
   std::atomic<int> signal{0};
+  CallCountReader call_counts = nullptr;  // nullptr: the report says nothing of them
 };
 
 class Journal;

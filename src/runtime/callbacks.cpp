@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "runtime/call_counts.hpp"
 #include "runtime/callback_run.hpp"
 #include "runtime/runtime.hpp"
 #include "runtime/throw_site.hpp"
@@ -101,6 +102,7 @@ using FortranIntDelete = void (*)(MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MP
 // A C copy callback's call.
 inline int call_c_copy(ObjectKind kind, void* fn, Handle old, int key, std::uint64_t extra, std::uint64_t in,
                        std::uint64_t* out, int* flag) {
+  count_call(Family::Callback, Lang::C);
   void* const extra_ptr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(extra));
   void* const in_ptr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(in));
   switch (kind) {
@@ -116,6 +118,7 @@ inline int call_c_copy(ObjectKind kind, void* fn, Handle old, int key, std::uint
 int call_copy(ObjectKind kind, Binding lang, void* fn, Handle old, int key, std::uint64_t extra, std::uint64_t in,
               std::uint64_t* out, int* flag) {
   if (lang == Binding::C) return call_c_copy(kind, fn, old, key, extra, in, out, flag);
+  count_call(Family::Callback, Lang::Fortran);
   MPI_Fint object = fortran_handle(kind, old), fkey = key, logical = 0, ierr = MPI_SUCCESS;
   if (lang == Binding::FortranAint) {
     MPI_Aint e = static_cast<MPI_Aint>(extra), v_in = static_cast<MPI_Aint>(in), v_out = 0;
@@ -132,6 +135,7 @@ int call_copy(ObjectKind kind, Binding lang, void* fn, Handle old, int key, std:
 
 // A C delete callback's call.
 inline int call_c_delete(ObjectKind kind, void* fn, Handle object, int key, std::uint64_t value, std::uint64_t extra) {
+  count_call(Family::Callback, Lang::C);
   void* const extra_ptr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(extra));
   void* const value_ptr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(value));
   switch (kind) {
@@ -146,6 +150,7 @@ inline int call_c_delete(ObjectKind kind, void* fn, Handle object, int key, std:
 
 int call_delete(ObjectKind kind, Binding lang, void* fn, Handle object, int key, std::uint64_t value, std::uint64_t extra) {
   if (lang == Binding::C) return call_c_delete(kind, fn, object, key, value, extra);
+  count_call(Family::Callback, Lang::Fortran);
   MPI_Fint fobject = fortran_handle(kind, object), fkey = key, ierr = MPI_SUCCESS;
   if (lang == Binding::FortranAint) {
     MPI_Aint v = static_cast<MPI_Aint>(value), e = static_cast<MPI_Aint>(extra);

@@ -2,6 +2,8 @@
 // path). Callbacks are in callbacks.cpp, the trampolines in trampolines.cpp, the per-op hooks in hooks.cpp.
 #include "runtime/runtime.hpp"
 
+#include "runtime/call_counts.hpp"
+
 #include <dlfcn.h>
 #include <signal.h>
 #include <ucontext.h>
@@ -234,6 +236,7 @@ Runtime& create_state() noexcept {
     std::snprintf(rt->run.mode, sizeof rt->run.mode, "%s", mode_name(rt->mode));
     std::snprintf(rt->run.on_error, sizeof rt->run.on_error, "%s", on_error_name(rt->on_error));
     rt->run.pid = static_cast<long>(::getpid());
+    rt->run.call_counts = read_call_counts;
     EngineConfig config;
     config.keyval_invalid = MPI_KEYVAL_INVALID;
     config.null_handle[static_cast<int>(ObjectKind::Comm)] = handle(MPI_COMM_NULL);

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "runtime/call_counts.hpp"
 #include "runtime/callback_run.hpp"
 #include "runtime/runtime.hpp"
 
@@ -55,6 +56,7 @@ int trampoline_copy_fn(Obj old, int key, void* extra, void* in, void* out, int* 
   // (On every attribute of a dup: the C call is made here directly, as run_copy would make it,
   // without call_copy's dispatch on the binding and kind.)
   using Fn = int (*)(Obj, int, void*, void*, void*, int*);
+  count_call(Family::Callback, Lang::C);
   auto* rec = static_cast<KeyRecord*>(extra);
   const Handle h = handle(old);
   const int engine_id = rec->engine_id.load(std::memory_order_relaxed);
@@ -104,6 +106,7 @@ template <ObjectKind K, typename Obj>
 int trampoline_delete_fn(Obj object, int key, void* value, void* extra) {
   // (On every replacing set and delete: the C call is made here directly, not through call_delete.)
   using Fn = int (*)(Obj, int, void*, void*);
+  count_call(Family::Callback, Lang::C);
   auto* rec = static_cast<KeyRecord*>(extra);
   const Handle h = handle(object);
   const int engine_id = rec->engine_id.load(std::memory_order_relaxed);
@@ -164,6 +167,7 @@ inline std::uint64_t fortran_word(V v) noexcept { return static_cast<std::uint64
 // engine runs it in emulate mode (run_copy / run_delete), with the values the library passed.
 template <ObjectKind K, typename V>
 void fortran_trampoline_copy_fn(MPI_Fint* old, MPI_Fint* key, V* extra, V* in, V* out, MPI_Fint* flag, MPI_Fint* ierr) {
+  count_call(Family::Callback, Lang::Fortran);
   KeyRecord* rec = fortran_record(*key);
   if (!rec || !rec->copy_fn) {  // cannot happen while the library holds the keyval: not copied
     *flag = 0;
@@ -192,6 +196,7 @@ template <ObjectKind K, typename V>
 void fortran_trampoline_delete_fn(MPI_Fint* object, MPI_Fint* key, V* value, V* extra, MPI_Fint* ierr) {
   using Fn = void (*)(MPI_Fint*, MPI_Fint*, V*, V*, MPI_Fint*);
   static const bool trusted = !known_divergence(DivergenceSite::WrongHandle, "");
+  count_call(Family::Callback, Lang::Fortran);
   KeyRecord* rec = fortran_record(*key);
   if (!rec || !rec->delete_fn) {
     *ierr = MPI_ERR_INTERN;

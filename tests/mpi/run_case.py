@@ -27,6 +27,8 @@ A case is a C, C++ or Fortran program whose first comment lines (// or !) say wh
   // rank-symbolized: none                       no rank report names any frame (no rank finalized)
   // env: NAME=VALUE ...                         extra environment for the run under attrcheck
   // skip-on LIBRARY: REASON                     the case cannot run on that library (ctest: skipped)
+  // expect-intercepted: FAMILY.BINDING=N ...    the merged report's "intercepted" count of that
+                                               family and binding is N (or, with >=N, at least N)
   // native: error-classes                       a native run's "error-class SITUATION CLASS" lines
                                                must be the library profile's ERROR_CLASS table
   // status: STATUS                              every rank's status in the merged report
@@ -48,6 +50,7 @@ usage: run_case.py --launcher BIN --build DIR --exe PROGRAM --source CASE.c --mo
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -155,7 +158,7 @@ def rank_symbolization_failures(out, want):
 
 def header(source):
     spec = {"np": 2, "modes": ["shadow", "emulate"], "expect": [], "clean": False, "exit": "0", "native": None,
-            "env": {}, "divergence": [], "expect_unless": [], "status": None,
+            "env": {}, "divergence": [], "intercepted": [], "expect_unless": [], "status": None,
             "processes": None, "everywhere": [], "messages": [], "where": [], "at": [], "provenance": [],
             "skip_on": {}, "rank_symbolized": [], "expect_on": []}
     with open(source) as f:
@@ -183,6 +186,8 @@ def header(source):
             elif body.startswith("expect-unless "):
                 flag, _, rules = body[len("expect-unless "):].partition(":")
                 spec["expect_unless"].append((flag.strip(), rules.split()))
+            elif body.startswith("expect-intercepted:"):
+                spec["intercepted"] += body.split(":", 1)[1].split()
             elif body.startswith("divergence:"):
                 spec["divergence"] = body.split(":", 1)[1].split()
             elif body.startswith("status:"):
@@ -371,6 +376,15 @@ def check_case(a):
     for f in merged["findings"]:
         if f["rule"] == "impl.divergence" and any(f"[{d}]" in f["message"] for d in known):
             failures.append(f"a known divergence reported at a call site: {f['message']}")
+    for want in spec["intercepted"]:
+        m = re.fullmatch(r"([a-z]+)\.([a-z0-9]+)(>?=)(\d+)", want)
+        if not m:
+            failures.append(f"expect-intercepted: cannot read {want}")
+            continue
+        got = (merged.get("intercepted") or {}).get(m.group(1), {}).get(m.group(2))
+        if got is None or (got != int(m.group(4)) if m.group(3) == "=" else got < int(m.group(4))):
+            failures.append(f"intercepted {m.group(1)}.{m.group(2)} is {got}, expected {m.group(3)}{m.group(4)} "
+                            f"(intercepted: {merged.get('intercepted')})")
     statuses = [r.get("status") for r in merged.get("ranks", [])]
     if spec["status"] and (len(statuses) != spec["np"] or any(s != spec["status"] for s in statuses)):
         failures.append(f"rank statuses {statuses}, expected {spec['np']} x {spec['status']}")

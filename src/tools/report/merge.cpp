@@ -136,6 +136,8 @@ void Merger::add(const std::string& path, const Json& data, LazyStacks* lazy, co
         entry["job"] = truthy(run, "job") ? value("job") : Json();
         entry["spawned"] = truthy(spawned);
       }
+      if (const Json* counts = member(data, "intercepted"); counts && counts->is_object())
+        entry["intercepted"] = *counts;
       s_->ranks.push_back(std::move(entry));
     }
     auto fold = [&](const Json* whole, const std::string& key, std::int64_t count, const Json& f_for_ranks) {
@@ -228,7 +230,22 @@ Json Merger::result(const std::optional<std::vector<std::string>>& command, std:
   std::stable_sort(s_->ranks.begin(), s_->ranks.end(),
                    [&rank_order](const Json& a, const Json& b) { return rank_order(a) < rank_order(b); });
   Json out = {{"schema", kMergedSchema}, {"version", kVersion}, {"tool", {{"name", "attrcheck"}}}};
+  // What the ranks intercepted, added up (ranks rebuilt from a journal alone did not say).
+  Json intercepted = Json::object();
+  for (const Json& r : s_->ranks) {
+    const Json* counts = member(r, "intercepted");
+    if (!counts || !counts->is_object()) continue;
+    for (const auto& [family, bindings] : counts->items()) {
+      if (!bindings.is_object()) continue;
+      for (const auto& [binding, n] : bindings.items())
+        if (is_int(&n)) {
+          Json& sum = intercepted[family][binding];
+          sum = add_sat(sum.is_number_integer() ? sum.get<std::int64_t>() : 0, n.get<std::int64_t>());
+        }
+    }
+  }
   out["ranks"] = Json(std::move(s_->ranks));
+  if (!intercepted.empty()) out["intercepted"] = std::move(intercepted);
   out["summary"] = {{"error", totals[0]}, {"warning", totals[1]}, {"info", totals[2]}};
   out["findings"] = std::move(findings);
   out["stacks"] = std::move(s_->stacks);

@@ -127,6 +127,33 @@ std::string summary_text(const Json& report) {
   lines.push_back("attrcheck: " + value_text(s, "error", "0") + " error(s), " + value_text(s, "warning", "0") +
                   " warning(s), " + value_text(s, "info", "0") + " info" + suppressed + " in " +
                   std::to_string(ranks.size()) + " rank report(s)");
+  if (const Json* counts = member(report, "intercepted"); counts && counts->is_object()) {
+    // One line of what was checked: a report without findings from a run whose calls were never
+    // intercepted would look the same as a clean one.
+    auto total = [](const Json* per_binding) {
+      std::int64_t n = 0;
+      if (per_binding && per_binding->is_object())
+        for (const auto& [binding, v] : per_binding->items())
+          if (is_int(&v)) n = add_sat(n, v.get<std::int64_t>());
+      return n;
+    };
+    std::int64_t by_binding[3] = {0, 0, 0}, all = 0;
+    static const char* const kBindings[3] = {"c", "fortran", "f08"};
+    for (const auto& [family, per_binding] : counts->items())
+      for (int b = 0; b < 3; ++b)
+        if (const Json* v = member(per_binding, kBindings[b]); is_int(v)) by_binding[b] = add_sat(by_binding[b], v->get<std::int64_t>());
+    for (const std::int64_t n : by_binding) all = add_sat(all, n);
+    if (all == 0) {
+      lines.push_back("attrcheck: intercepted no keyval, attribute or object call and ran no callback: nothing was checked");
+    } else {
+      lines.push_back("attrcheck: checked " + std::to_string(total(member(*counts, "keyval"))) + " keyval, " +
+                      std::to_string(total(member(*counts, "attribute"))) + " attribute and " +
+                      std::to_string(total(member(*counts, "object"))) + " object calls and " +
+                      std::to_string(total(member(*counts, "callback"))) + " callbacks (C " +
+                      std::to_string(by_binding[0]) + ", Fortran " + std::to_string(by_binding[1]) + ", F08 " +
+                      std::to_string(by_binding[2]) + ")");
+    }
+  }
   for (const Json& r : ranks) {
     const Json* status = member(r, "status");
     if (status == nullptr || status->is_null() || (status->is_string() && *status == "finalized")) continue;

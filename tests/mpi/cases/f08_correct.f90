@@ -1,6 +1,7 @@
 ! attrcheck-test: np=2 modes=shadow,emulate
 ! divergence: fortran-delete-callback-wrong-handle
 ! clean
+! expect-intercepted: keyval.f08>=1 attribute.f08>=1 object.f08>=1 callback.fortran>=1 keyval.c=0 attribute.c=0 attribute.fortran=0
 ! exit: 0
 ! native: same-stdout
 ! A correct `use mpi_f08` program: nothing may be reported but the library's known divergence.

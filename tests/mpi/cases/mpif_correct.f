@@ -1,6 +1,7 @@
 ! attrcheck-test: np=2 modes=shadow,emulate
 ! divergence: fortran-delete-callback-wrong-handle
 ! clean
+! expect-intercepted: keyval.fortran>=1 attribute.fortran>=1 object.fortran>=1 callback.fortran>=1 keyval.c=0 attribute.c=0 object.c=0 attribute.f08=0
 ! exit: 0
 ! native: same-stdout
 ! A correct fixed-form program (include 'mpif.h'): nothing may be
