@@ -70,19 +70,24 @@ constexpr int kDeferredHeld = 8;
 thread_local FreeUnderWay* t_deferred[kDeferredHeld];
 thread_local int t_deferred_count = 0;
 
+// The handles held during one free (a free made inside a callback of another holds its own, and
+// lets go of those only).
 class DeferredFrees {
  public:
-  DeferredFrees() noexcept = default;
+  DeferredFrees() noexcept : first_(t_deferred_count) {}
   ~DeferredFrees() {
-    for (int i = 0; i < t_deferred_count; ++i) {
+    for (int i = first_; i < t_deferred_count; ++i) {
       t_deferred[i]->thread.store(nullptr, std::memory_order_relaxed);
       t_deferred[i]->handle.store(0, std::memory_order_release);
       frees_open.fetch_sub(1, std::memory_order_release);
     }
-    t_deferred_count = 0;
+    t_deferred_count = first_;
   }
   DeferredFrees(const DeferredFrees&) = delete;
   DeferredFrees& operator=(const DeferredFrees&) = delete;
+
+ private:
+  int first_;
 };
 
 // Waits while another thread's free of `h` is under way (FreeWindow).
