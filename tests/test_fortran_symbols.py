@@ -23,11 +23,11 @@ def main(nm, lib, spec_path, fortran_libs):
         print("no Fortran libraries: skipped")
         return 77
     theirs = set().union(*(defined(nm, p) for p in libs))
-    ours = {s for s in defined(nm, lib) if re.fullmatch(r"mpi_[a-z0-9_]+_", s)}
+    ours = {s for s in defined(nm, lib) if re.fullmatch(r"mpix?_[a-z0-9_]+_", s)}
     failures = []
     for s in sorted(ours):
-        stem = s[len("mpi_"):]
-        twins = ["pmpi_" + stem, "pmpir_" + stem] if "_f08" in s else ["p" + s]
+        family, _, stem = s.partition("_")  # mpi_X, or an extension's mpix_X
+        twins = [f"p{family}_{stem}", f"p{family}r_{stem}"] if "_f08" in s else ["p" + s]
         if s not in theirs or not any(t in theirs for t in twins):
             failures.append(f"{s}: exported by attrcheck, but the library lacks it or its profiling twin")
     with open(spec_path) as f:
@@ -35,7 +35,7 @@ def main(nm, lib, spec_path, fortran_libs):
     for fn in spec["functions"]:
         if fn["op"] not in ("dup", "construct", "obtain", "free"):
             continue
-        base = "mpi_" + fn["name"][len("MPI_"):].lower()
+        base = fn["name"].lower()
         for s in (base + "_", base + "_f08_"):
             if s in theirs and s not in ours:
                 failures.append(f"{s}: the library has {fn['name']}'s Fortran twin, attrcheck does not wrap it")

@@ -68,6 +68,19 @@ void* f08_pmpi(const char* stem) noexcept {
   return fortran_pmpi(name);
 }
 
+void* f08_pmpix(const char* stem) noexcept {
+  // The prefix with the extension's x after "pmpi": pmpi_ -> pmpix_, pmpir_ -> pmpixr_.
+  char name[96];
+  const char* const p = kProfile.f08_profiling_prefix;
+  const std::size_t prefix = std::strlen(p), length = std::strlen(stem);
+  if (prefix < 4 || prefix + 1 + length >= sizeof name) return nullptr;
+  std::memcpy(name, p, 4);
+  name[4] = 'x';
+  std::memcpy(name + 5, p + 4, prefix - 4);
+  std::memcpy(name + prefix + 1, stem, length + 1);
+  return fortran_pmpi(name);
+}
+
 std::atomic<std::uintptr_t> g_predefined_fn_lo[2][2] = {}, g_predefined_fn_hi[2][2] = {{UINTPTR_MAX, UINTPTR_MAX},
                                                                                   {UINTPTR_MAX, UINTPTR_MAX}};
 

@@ -66,6 +66,8 @@ inline constexpr const MpiProfile& kProfile = profile_of(kBuiltLibrary);
 // profile's prefix + stem, looked up at first use (libmpi_usempif08 / libmpifort is loaded only by
 // Fortran programs). nullptr if absent.
 void* f08_pmpi(const char* stem) noexcept;
+// An extension's (MPIX_): "comm_shrink_f08_" -> pmpix_comm_shrink_f08_ / pmpixr_comm_shrink_f08_.
+void* f08_pmpix(const char* stem) noexcept;
 
 // A keyval as a Fortran program passes it, as the C checks know it: the predefined keys' Fortran
 // numbers mapped to the C ones (fortran_predefined_key_offset), others unchanged.

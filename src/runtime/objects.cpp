@@ -2,12 +2,16 @@
 // through it (using one again is object.invalid), handles it never saw made (adopted on first
 // use), and handles the library handed out again (one more reference the user must free).
 //
-// The tool refuses a handle only when it is certain: it saw the handle freed, and no call since
-// returned it. Every call that returns a handle the user may free is intercepted for that
-// (constructors, dups, MPI_Type_get_contents, MPI_Comm_get_parent, MPI_File_get_view, ...), and a
-// handle a copy or delete callback is running for is live whatever the tool saw before.
+// The tool refuses a handle only when it is certain: it saw the handle freed, no call since
+// returned it, and the library has no live object with that handle (library_has_live: a program
+// may get a handle on a path the tool does not see, a PMPI_ call of its own, a conversion, a
+// function the library exports that is neither intercepted nor known). Every exported call that
+// returns a handle the user may free is intercepted (tests/test_handle_functions.py checks the
+// library's headers against wrappers/mpi.json), and a handle a copy or delete callback is running
+// for is live whatever the tool saw before.
 #include <string>
 
+#include "runtime/hooks.hpp"
 #include "runtime/runtime.hpp"
 
 namespace attrcheck::rt {
@@ -50,6 +54,71 @@ bool unchecked_slow(ObjectKind kind, const Handle* h, const int* key) {
   return h && r.objects_full.load(std::memory_order_relaxed) && !live_object(kind, *h);
 }
 
+namespace {
+// The handle of a live object of `kind` with Fortran handle `f`, or 0.
+Handle f2c(ObjectKind kind, MPI_Fint f) noexcept {
+  switch (kind) {
+    case ObjectKind::Comm: return handle(PMPI_Comm_f2c(f));
+    case ObjectKind::Type: return handle(PMPI_Type_f2c(f));
+    case ObjectKind::Win: return handle(PMPI_Win_f2c(f));
+  }
+  return 0;
+}
+
+// MPICH: whether the library takes `h` as a live communicator or window, asked with a query that
+// changes nothing, under MPI_ERRORS_RETURN (an invalid handle is reported through
+// MPI_COMM_WORLD's error handler, which is fatal by default: it is swapped for the query and
+// put back, which only a program whose threads all call MPI could see).
+bool library_validates(ObjectKind kind, Handle h) noexcept {
+  MPI_Errhandler saved = MPI_ERRHANDLER_NULL;
+  if (PMPI_Comm_get_errhandler(MPI_COMM_WORLD, &saved) != MPI_SUCCESS) return false;
+  PMPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int rc = MPI_ERR_OTHER;
+  if (kind == ObjectKind::Comm) {
+    int flag = 0;
+    rc = PMPI_Comm_test_inter(from_handle<MPI_Comm>(h), &flag);
+  } else if (kind == ObjectKind::Win) {
+    char name[MPI_MAX_OBJECT_NAME];
+    int length = 0;
+    rc = PMPI_Win_get_name(from_handle<MPI_Win>(h), name, &length);
+  }
+  PMPI_Comm_set_errhandler(MPI_COMM_WORLD, saved);
+  PMPI_Errhandler_free(&saved);
+  return rc == MPI_SUCCESS;
+}
+}  // namespace
+
+bool library_has_live(ObjectKind kind, Handle h) noexcept {
+  if (phase() != Phase::Running) return false;
+  if constexpr (!std::is_integral_v<MPI_Comm>) {
+    // Open MPI: C handles are the objects' addresses, and the library does not check that one
+    // names a live object (it reads the freed memory: a second MPI_Comm_free of a handle returns
+    // MPI_SUCCESS), so the handle is never handed to it. Its communicator and window tables (the
+    // Fortran handles) map exactly the live objects (a freed object's slot is emptied), and f2c
+    // reads only the table: the handle is live if some slot holds it. A new object takes the
+    // lowest free slot, so the live ones lie below the last slot in use: the walk ends after
+    // 4,096 empty slots in a row. A datatype enters its table only when MPI_Type_c2f is first
+    // called on it (which reads the object): a datatype cannot be asked about.
+    if (kind == ObjectKind::Type) return false;
+    constexpr MPI_Fint kEmptyRun = 4096, kMax = 1 << 24;
+    const Handle null = kind == ObjectKind::Comm ? handle(MPI_COMM_NULL)
+                        : kind == ObjectKind::Type ? handle(MPI_DATATYPE_NULL) : handle(MPI_WIN_NULL);
+    for (MPI_Fint f = 0, last = -1; f < kMax && f - last <= kEmptyRun; ++f) {
+      const Handle got = f2c(kind, f);
+      if (got == h) return true;
+      if (got != 0 && got != null) last = f;
+    }
+    return false;
+  } else {
+    // MPICH: handles are integers the library validates, but a freed datatype's is taken as valid
+    // (MPI_Type_get_name and MPI_Type_size succeed, MPI_Type_get_envelope crashes): only
+    // communicators and windows can be asked about, and only where no other thread may be
+    // calling MPI while MPI_COMM_WORLD's error handler is swapped.
+    if (kind == ObjectKind::Type || state().thread_level >= MPI_THREAD_MULTIPLE) return false;
+    return library_validates(kind, h);
+  }
+}
+
 bool adopt(ObjectKind kind, Handle h, bool library_vouches) {
   // Handle 0 names no object on any library: Open MPI's handles are pointers, MPICH's carry their
   // kind in the high bits (MPI_COMM_NULL is 0x04000000). It is what Open MPI's f2c makes of a
@@ -58,12 +127,17 @@ bool adopt(ObjectKind kind, Handle h, bool library_vouches) {
   Runtime& r = state();
   bool was_freed = false;
   {
-    std::lock_guard<std::mutex> lock(r.freed_mu);
+    std::unique_lock<std::mutex> lock(r.freed_mu);
     auto& freed = r.freed[static_cast<int>(kind)];
     if (freed.contains(h)) {
-      // Live after all if the library vouches for it, or passed it to a callback running now
-      // (an object made inside the library, or through a call the tool does not intercept).
-      if (!library_vouches && !in_callback_for(kind, h)) return false;
+      // Live after all if the library vouches for it, passed it to a callback running now, or
+      // has a live object with that handle (an object made inside the library, or through a call
+      // the tool does not see). The library is asked without the lock (it may take its own).
+      if (!library_vouches && !in_callback_for(kind, h)) {
+        lock.unlock();
+        if (!library_has_live(kind, h)) return false;
+        lock.lock();
+      }
       freed.erase(h);
       was_freed = true;
     }

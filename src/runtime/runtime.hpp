@@ -281,8 +281,11 @@ inline bool is_predefined_key(int key) noexcept {
 // Objects (objects.cpp): registers an unknown, non-null handle the tool never saw created
 // (predefined datatypes, objects MPI made internally). False if the handle was freed through the
 // tool and no call returned it since, unless `library_vouches` (the handle came through the
-// library's Fortran handle table) or a callback is running for it.
+// library's Fortran handle table), a callback is running for it, or library_has_live says so.
 bool adopt(ObjectKind kind, Handle h, bool library_vouches = false);
+// Whether the library has a live object of `kind` with handle `h`, asked without handing it a
+// handle that may name a freed object (objects.cpp: how, per library). False when it cannot tell.
+bool library_has_live(ObjectKind kind, Handle h) noexcept;
 // The object adopt() last registered on this thread: t_state.ctx.adopted (fast_path.hpp).
 inline bool adopted_now(ObjectKind kind, Handle h) noexcept {
   return t_state.ctx.adopted.set && t_state.ctx.adopted.h == h && t_state.ctx.adopted.kind == kind;

@@ -1,0 +1,34 @@
+// attrcheck-test: np=2 modes=shadow,emulate
+// clean
+// exit: 0
+// native: same-stdout
+// skip-on openmpi: Debian's Open MPI 4.1 is built without the ULFM extension (no MPIX_Comm_shrink)
+// skip-on mpich: Debian's MPICH 4.0.2 (ch4) exports MPIX_Comm_shrink, but it fails an assertion natively (ch4_comm.c:76)
+/* A communicator made by the fault-tolerance extension's MPIX_Comm_shrink, whose handle is the
+ * value of one the program just freed (MPICH hands a freed handle out again at once): a correct
+ * program, whose free of the new communicator must succeed as it does natively. */
+#include <mpi.h>
+#include <stdio.h>
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank, failed = 0, reused = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+#if defined(MPICH_VERSION)
+  for (int i = 0; i < 3; ++i) {
+    MPI_Comm a, b;
+    MPI_Comm_dup(MPI_COMM_WORLD, &a);
+    const MPI_Comm freed = a;
+    MPI_Comm_free(&a);
+    if (MPIX_Comm_shrink(MPI_COMM_WORLD, &b) != MPI_SUCCESS) ++failed;
+    reused += b == freed;
+    int size = 0;
+    if (MPI_Comm_size(b, &size) != MPI_SUCCESS || size != 2) ++failed;
+    if (MPI_Comm_free(&b) != MPI_SUCCESS) ++failed;
+  }
+#endif
+  if (rank == 0) printf("handle_reuse_mpix: %d failed, handle reused %s\n", failed, reused ? "yes" : "no");
+  MPI_Finalize();
+  return 0;
+}
