@@ -90,6 +90,15 @@ MPI_Fint fortran_handle(ObjectKind kind, Handle h) noexcept {
   return 0;
 }
 
+Handle c_handle(ObjectKind kind, MPI_Fint f) noexcept {
+  switch (kind) {
+    case ObjectKind::Comm: return handle(PMPI_Comm_f2c(f));
+    case ObjectKind::Type: return handle(PMPI_Type_f2c(f));
+    case ObjectKind::Win: return handle(PMPI_Win_f2c(f));
+  }
+  return 0;
+}
+
 namespace {
 
 // The callback signatures of the three bindings (Fortran passes everything by reference; its

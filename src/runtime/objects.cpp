@@ -55,16 +55,6 @@ bool unchecked_slow(ObjectKind kind, const Handle* h, const int* key) {
 }
 
 namespace {
-// The handle of a live object of `kind` with Fortran handle `f`, or 0.
-Handle f2c(ObjectKind kind, MPI_Fint f) noexcept {
-  switch (kind) {
-    case ObjectKind::Comm: return handle(PMPI_Comm_f2c(f));
-    case ObjectKind::Type: return handle(PMPI_Type_f2c(f));
-    case ObjectKind::Win: return handle(PMPI_Win_f2c(f));
-  }
-  return 0;
-}
-
 // MPICH: whether the library takes `h` as a live communicator or window, asked with a query that
 // changes nothing, under MPI_ERRORS_RETURN (an invalid handle is reported through
 // MPI_COMM_WORLD's error handler, which is fatal by default: it is swapped for the query and
@@ -104,7 +94,7 @@ bool library_has_live(ObjectKind kind, Handle h) noexcept {
     const Handle null = kind == ObjectKind::Comm ? handle(MPI_COMM_NULL)
                         : kind == ObjectKind::Type ? handle(MPI_DATATYPE_NULL) : handle(MPI_WIN_NULL);
     for (MPI_Fint f = 0, last = -1; f < kMax && f - last <= kEmptyRun; ++f) {
-      const Handle got = f2c(kind, f);
+      const Handle got = c_handle(kind, f);
       if (got == h) return true;
       if (got != 0 && got != null) last = f;
     }

@@ -316,6 +316,7 @@ void forget_references(ObjectKind kind, Handle h);
 // `lang`: how the value was set (a Fortran-set value is read as Fortran reads it).
 bool library_attr(ObjectKind kind, Handle h, int key, std::uint64_t* value, Binding lang = Binding::C) noexcept;
 MPI_Fint fortran_handle(ObjectKind kind, Handle h) noexcept;
+Handle c_handle(ObjectKind kind, MPI_Fint f) noexcept;  // the library's f2c (a live object's handle, or null)
 
 // Callback plumbing (callbacks.cpp; the trampolines: trampolines.cpp).
 CallbackInvoker* new_invoker();  // the engine's: runs user callbacks, or replays the library's runs

@@ -149,15 +149,6 @@ int trampoline_delete_fn(Obj object, int key, void* value, void* extra) {
 // the library has destroyed it (the quarantine holds frees back; keyvals.cpp).
 KeyRecord* fortran_record(MPI_Fint key) noexcept { return record_for(to_engine_key_shadow(c_keyval(key))); }
 
-Handle c_handle(ObjectKind kind, MPI_Fint f) noexcept {
-  switch (kind) {
-    case ObjectKind::Comm: return handle(PMPI_Comm_f2c(f));
-    case ObjectKind::Type: return handle(PMPI_Type_f2c(f));
-    case ObjectKind::Win: return handle(PMPI_Win_f2c(f));
-  }
-  return 0;
-}
-
 template <typename V>
 constexpr Binding kFortranBinding = std::is_same_v<V, MPI_Aint> ? Binding::FortranAint : Binding::FortranInt;
 template <typename V>
