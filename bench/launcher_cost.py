@@ -2,8 +2,8 @@
 """The launcher's fixed cost per run: `attrcheck --mode MODE -- mpirun -np 2 ./app` against
 `mpirun -np 2 ./app`, on a program that only starts and stops MPI (bench/mpi_init_finalize.c) or
 on the demo (a few findings to merge and symbolize). Runs the two commands in interleaved pairs
-and prints the median wall time of each and their ratio (a benchmark: no thresholds; the README
-compares them with the targets).
+and prints the median wall time of each and their ratio (a benchmark: no thresholds;
+docs/performance.md compares them with the targets).
 
 usage: launcher_cost.py BUILD_DIR [--pairs N] [--mode off|shadow|emulate] [--program init|demo]
 """

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Scale benchmark of the report tools: N rank reports with F findings each (realistic: stacks,
 provenance, sites shared across ranks), merged and summarized with attrcheck-report. Prints wall
-time, CPU time (user + system) and peak memory of each step (a benchmark: no thresholds; the README
-compares them with the targets of <= 3 s and <= 256 MiB for 4096 x 100).
+time, CPU time (user + system) and peak memory of each step (a benchmark: no thresholds;
+docs/performance.md compares them with the targets of <= 3 s and <= 256 MiB for 4096 x 100).
 
 usage: report_scale.py BUILD_DIR [--ranks N] [--findings F]
 """

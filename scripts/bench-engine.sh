@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The engine benchmark next to Open MPI's own attribute cache, measured in the same run
 # (alternating rounds, best of each), so the comparison survives a shared, noisy machine.
-# Prints ns/op for both, their ratio, and the engine's targets from issue 2.
+# Prints ns/op for both, their ratio, and the engine's targets.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build}

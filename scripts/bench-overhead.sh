@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's overhead tables in one command (issue 12). For each MPI build present (build/:
+# docs/performance.md's overhead tables in one command. For each MPI build present (build/:
 # Open MPI, build-mpich/: MPICH; scripts/build.sh and ATTRCHECK_MPI=mpich scripts/build.sh make
 # them): instructions per call of every operation and keyval configuration, natively and under
 # each mode (scripts/bench-callgrind.sh: machine-independent), and the same operations timed,

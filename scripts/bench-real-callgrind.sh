@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Whole-program overhead in instructions (issue 12; machine-independent, unlike bench-real.sh's
+# Whole-program overhead in instructions (machine-independent, unlike bench-real.sh's
 # wall clock): each real client as a singleton (1 rank, no launcher) under callgrind, whole
 # process from start to exit, natively and with LD_PRELOAD=libattrcheck.so ATTRCHECK_MODE=shadow
 # / emulate. Natively libstdc++ is preloaded too: libattrcheck needs it, and where it is loaded
-# changes the dynamic linker's work by more than the tool costs (README, "Whole programs").
+# changes the dynamic linker's work by more than the tool costs (docs/performance.md, "Whole programs").
 # Each checked run must print what the native run printed (timing lines aside) and report no
 # finding at warning or error level; the script fails otherwise.
 #   BUILD_DIR=dir   the build (default build; build-mpich for MPICH)

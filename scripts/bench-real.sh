@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Whole-program overhead on real clients (issue 12): PETSc ksp ex2 (-m 500 -n 500) and snes ex19
+# Whole-program overhead on real clients in time: PETSc ksp ex2 (-m 500 -n 500) and snes ex19
 # (a 513 x 513 grid: -da_grid_x 5 -da_grid_y 5 -da_refine 7, ~9 s natively on this 2-core
 # machine when it is quiet; -da_refine 6 on the default grid takes ~1.8 s) at 2 ranks, the
 # real-client tests' mpi4py program and parallel HDF5's ph5example at 2 ranks (on an MPICH build,

@@ -264,7 +264,7 @@ bool Engine::Impl::dup_plain(ObjectKind kind, ObjectSlot* old, Handle new_h, con
 // A dup through the old object's flat plan: each record copied as it is into the same slot of a
 // clean table of the old one's size, no slot looked at but the plan's, no keyval's callbacks
 // read. (Against copy_same_slots' pass over every slot, with each record's keyval looked up and
-// its callbacks tested: MPICH shadow dup + free [pre], 64 attributes, see docs/performance-history.md.)
+// its callbacks tested, on every dup of a plain object.)
 bool Engine::Impl::dup_flat(ObjectKind kind, ObjectSlot* old, const AttrTable* t, Handle new_h, Origin origin) {
   const std::uint32_t n = t ? t->count : 0;
   const std::uint32_t new_slot = register_object(kind, new_h, kObjectNone, origin);
@@ -286,8 +286,8 @@ bool Engine::Impl::dup_flat(ObjectKind kind, ObjectSlot* old, const AttrTable* t
 // clean table of the old one's size with the run's value, the plan's other steps as they are:
 // no table probe for a run, no empty slot looked at, no keyval's callbacks read. False (the
 // runs in another order, a flag 0, a value the callback was not given ...): nothing changed, the
-// general way decides. (Against match_runs and copy_same_slots: MPICH shadow dup + free [user],
-// 64 attributes, see docs/performance-history.md, "runplan".)
+// general way decides. (Cheaper than match_runs and copy_same_slots on every dup of a plain
+// object: docs/design.md, "Dup and free mirror through plans".)
 bool Engine::Impl::dup_runs(ObjectKind kind, ObjectSlot* old, const AttrTable* t, Handle new_h, const RanCopy* ran,
                             std::size_t n, Origin origin) {
   const FlatStep* const plan = old->flat_plan.data();
