@@ -2,10 +2,11 @@
 // callbacks run under attrcheck, by family and binding, for the report ("intercepted"). A report
 // without findings then still shows that the attribute calls were checked, not missed.
 //
-// Each thread counts into a block of its own (one writer: a plain load and store, no locked
-// instruction); the blocks are never freed, so the report (a fatal-signal handler's too) sums
-// them all without a lock. A thread's block goes back to a pool when the thread ends, for the next
-// new thread, whose counts add to it.
+// Each thread counts in its own thread-local block (t_state.counts: one writer, a load, an add and
+// a store on the thread's TLS block, no test, no locked instruction). A thread's block is
+// registered on its first call through a full hook (enter_slow: every thread's first call takes
+// it), and folded into a process-wide total when the thread ends; the report (a fatal-signal
+// handler's too) sums the total and the registered blocks without a lock.
 #pragma once
 
 #include <atomic>
@@ -20,19 +21,8 @@ namespace attrcheck::rt {
 enum class Family : std::uint8_t { Keyval, Attribute, Object, Callback };
 enum class Lang : std::uint8_t { C, Fortran, F08 };  // mpif.h and `use mpi` share their entry points
 
-struct CallCounts {
-  std::atomic<std::uint64_t> n[kCallFamilies][kCallBindings] = {};
-  CallCounts* next = nullptr;       // the list of every block (append only)
-  std::atomic<bool> taken{false};   // a live thread counts into it
-};
-
-extern __thread CallCounts* t_call_counts;
-CallCounts* claim_call_counts() noexcept;  // nullptr: none could be had (the call goes uncounted)
-
 inline void count_call(Family f, Lang l) noexcept {
-  CallCounts* c = t_call_counts;
-  if (__builtin_expect(!c, 0) && !(c = claim_call_counts())) return;
-  std::atomic<std::uint64_t>& n = c->n[static_cast<int>(f)][static_cast<int>(l)];
+  std::atomic<std::uint64_t>& n = t_state.counts.n[static_cast<int>(f)][static_cast<int>(l)];
   n.store(n.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
@@ -45,7 +35,13 @@ inline void count_c_call() noexcept {
   count_call(F, Lang::C);
 }
 
-// Sums every block (async-signal-safe): RunInfo::call_counts.
+// Registers this thread's counts for the report (once; enter_slow).
+void register_call_counts() noexcept;
+inline void register_call_counts_once() noexcept {
+  if (__builtin_expect(!t_state.counts.registered, 0)) register_call_counts();
+}
+
+// Sums every thread's counts (async-signal-safe): RunInfo::call_counts.
 void read_call_counts(std::uint64_t out[kCallFamilies][kCallBindings]) noexcept;
 
 }  // namespace attrcheck::rt

@@ -15,7 +15,7 @@ namespace attrcheck::rt {
 // ---- per-thread callback context ------------------------------------------------------------
 CbFrame kUnchecked{nullptr, 0, nullptr, nullptr, 0, ObjectKind::Comm, false, false};
 CbFrame kInFortran{nullptr, ~Handle{0}, nullptr, nullptr, 0, ObjectKind::Comm, false, false};
-__thread ThreadState t_state{{}, {nullptr, &kUnchecked, nullptr, 0, {}, nullptr, {}}, {}};
+__thread ThreadState t_state{{}, {nullptr, &kUnchecked, nullptr, 0, {}, nullptr, {}}, {}, {}};
 const char* call_name_of(const Call* call) noexcept {
   if (call && call->api) return call->api->name;
   return phase() == Phase::Finalizing ? "MPI_Finalize" : "MPI";

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "report/report.hpp"
 #include "runtime/hooks.hpp"
 #include "runtime/mpi_profile.hpp"
 #include "runtime/query_cache.hpp"
@@ -189,10 +190,17 @@ struct PendingSets {
 // load each, and the thread pointer's, fewer). (The block is initialised data, for cb_top's
 // kUnchecked: a new thread copies its ~38 KiB where it zeroed them.)
 // (__thread, not thread_local: constant-initialised, so reading it needs no TLS init call.)
+// The calls this thread's wrappers received and the callbacks it ran, by family and binding
+// (call_counts.hpp): counted in place, with no test, read by the report through a registry.
+struct CallCounts {
+  std::atomic<std::uint64_t> n[kCallFamilies][kCallBindings];
+  bool registered;
+};
 struct ThreadState {
   QueryCache queries;
   ThreadContext ctx;
   PendingSets pending;
+  CallCounts counts;
 };
 extern __thread ThreadState t_state;
 

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "runtime/call_counts.hpp"
 #include "runtime/hook_common.hpp"
 #include "runtime/mpi_profile.hpp"
 
@@ -26,6 +27,7 @@ const void* thread_token() noexcept { return &t_token; }
 
 // Everything an intercepted call checks first. False: refuse with *rc.
 bool enter_slow(const Call& call, int* rc) {
+  register_call_counts_once();  // (a thread's first call comes here: kUnchecked)
   if (t_state.ctx.cb_top == &kInFortran && call.api->binding == Binding::C) {
     *rc = kPassThrough;  // the library's Fortran binding calling C: the Fortran wrapper handles it
     return false;
