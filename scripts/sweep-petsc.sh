@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The PETSc sweep (README, Tested on real software): ~90 of PETSc 3.18's own examples (every sys
+# The PETSc sweep (README, "Tested on real software"): ~90 of PETSc 3.18's own examples (every sys
 # test and tutorial, a spread of vec, mat, ksp, snes, ts, tao and dm tutorials), each built against
 # `pkg-config petsc` and run natively and under attrcheck in shadow and emulate mode at 1 and 2
 # ranks, compared by tests/real/run_real.py (exit status, each rank's stdout, no error or warning
