@@ -8,7 +8,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mpi=${ATTRCHECK_MPI:-}
 build=${BUILD_DIR:-build${mpi:+-$mpi}}
-BUILD_DIR=$build bash scripts/build.sh >&2
+# Only what the demo needs is installed and built; a build directory that exists keeps its options
+# (scripts/test.sh turns the tests on in it).
+options=()
+[ -f "$build/CMakeCache.txt" ] || options=(-DATTRCHECK_BUILD_TESTS=OFF -DATTRCHECK_BUILD_BENCH=OFF)
+ATTRCHECK_DEPS=demo BUILD_DIR=$build bash scripts/build.sh "${options[@]}" >&2
 # The MPI library's own launcher, as the build recorded it.
 mpiexec=$(sed -n 's/.*"mpiexec": "\([^"]*\)".*/\1/p' "$build/lib/attrcheck/mpi-build.json")
 if [ "$(id -u)" -eq 0 ]; then

@@ -1,34 +1,63 @@
 #!/usr/bin/env bash
-# Installs everything attrcheck needs to build, test and benchmark on a fresh Debian machine.
-# Idempotent: packages already present are skipped, so it is cheap to run before every build.
+# Installs what attrcheck needs on a fresh Debian machine (Debian 12 or 13), as root.
+#   install-deps.sh          everything: to build, test and benchmark (the test command's)
+#   install-deps.sh --demo   only what building attrcheck and running the demo needs: the
+#                            compilers, CMake, Ninja, one MPI library (ATTRCHECK_MPI=mpich: MPICH,
+#                            else Open MPI) and the libraries the tool itself links
+# Packages are chosen by what the distribution has, not pinned: where Debian versions a package
+# in its name (PETSc), the newest one the archive offers is taken. Idempotent: packages already
+# present are skipped, so it is cheap to run before every build.
 set -euo pipefail
 
+demo=0
+[ "${1:-}" = --demo ] && demo=1
+
+# The newest `PREFIX<version>SUFFIX` the archive has (PETSc's libpetsc-real3.18-dev on Debian 12,
+# libpetsc-real3.22-dev on Debian 13), or nothing.
+newest() {
+  apt-cache pkgnames "$1" 2>/dev/null | grep -E "^$1[0-9][0-9.]*$2\$" | sort -V | tail -n 1
+}
+
+# A fresh root has no package lists yet: without them nothing can be looked up or installed.
+if [ "$(id -u)" -eq 0 ] && [ -z "$(apt-cache pkgnames cmake 2>/dev/null | head -n 1)" ]; then
+  DEBIAN_FRONTEND=noninteractive apt-get update -q
+fi
+
+if [ "${ATTRCHECK_MPI:-}" = mpich ] && [ $demo = 1 ]; then
+  mpi=(mpich libmpich-dev)
+elif [ $demo = 1 ]; then
+  mpi=(libopenmpi-dev openmpi-bin)
+else
+  # Both: Debian's alternatives keep Open MPI the default mpicc / mpirun (priority 50 against
+  # MPICH's 40); MPICH is mpicc.mpich, mpiexec.mpich (ATTRCHECK_MPI=mpich).
+  mpi=(libopenmpi-dev openmpi-bin mpich libmpich-dev)
+fi
+
 packages=(
-  build-essential cmake ninja-build pkg-config python3
-  libopenmpi-dev openmpi-bin gfortran
-  # MPICH beside it (ATTRCHECK_MPI=mpich): Debian's alternatives keep Open MPI the default
-  # mpicc / mpirun (priority 50 against MPICH's 40); MPICH is mpicc.mpich, mpiexec.mpich.
-  mpich libmpich-dev
+  build-essential cmake ninja-build pkg-config python3 gfortran binutils "${mpi[@]}"
   # Boost.Stacktrace's libbacktrace backend names a report's frames in the rank at MPI_Finalize
-  # (header-only, over GCC's libbacktrace.a from libgcc-12-dev, which build-essential brings).
+  # (header-only, over GCC's libbacktrace.a, which build-essential brings).
   libboost-stacktrace-dev nlohmann-json3-dev libcli11-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
-  binutils python3-jsonschema
   libunwind8  # provenance stacks: dlopen'ed for unw_backtrace (src/engine/provenance.cpp)
-  valgrind  # scripts/bench-callgrind.sh counts instructions per call with callgrind
-  python3-mpi4py  # the default suppressions' test runs an mpi4py program
-  chromium  # the HTML report's test opens it headless
-  # The real-client tests (tests/real): PETSc 3.18 and its tutorials, parallel HDF5 (Open MPI
-  # flavour) and its examples (ph5example.c), mpi4py with numpy, h5py built with MPI.
-  libpetsc-real3.18-dev libpetsc3.18-dev-examples
-  libhdf5-openmpi-dev libhdf5-doc
-  # MPICH's real client: Debian builds parallel HDF5 for MPICH too (PETSc, mpi4py, h5py: Open MPI).
-  libhdf5-mpich-dev
-  # ScaLAPACK 2.2.1's test drivers, built for both libraries (their .dat inputs come with
-  # scalapack-test-common, which it depends on).
-  scalapack-mpi-test
-  python3-mpi4py python3-numpy python3-h5py-mpi
 )
+if [ $demo = 0 ]; then
+  petsc=$(newest libpetsc-real -dev)
+  petsc_examples=$(newest libpetsc -dev-examples)
+  packages+=(
+    libgtest-dev libgmock-dev libbenchmark-dev python3-jsonschema
+    valgrind  # scripts/bench-callgrind.sh counts instructions per call with callgrind
+    chromium  # the HTML report's test opens it headless
+    # The real-client tests (tests/real): PETSc and its tutorials, parallel HDF5 (Open MPI
+    # flavour, and MPICH's: Debian builds it for both) and its examples (ph5example.c), mpi4py
+    # with numpy, h5py built with MPI (python3-h5py-mpi only recommends python3-h5py, which
+    # provides h5py.File), ScaLAPACK's test drivers for both libraries (their .dat inputs come
+    # with scalapack-test-common, which it depends on).
+    ${petsc:-libpetsc-real-dev} ${petsc_examples:-}
+    libhdf5-openmpi-dev libhdf5-mpich-dev libhdf5-doc
+    scalapack-mpi-test
+    python3-mpi4py python3-numpy python3-h5py-mpi python3-h5py
+  )
+fi
 
 missing=()
 for p in "${packages[@]}"; do

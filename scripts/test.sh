@@ -11,7 +11,7 @@ mpi=${ATTRCHECK_MPI:-}
 build_dir=${BUILD_DIR:-build${mpi:+-$mpi}}
 
 echo "== build (RelWithDebInfo${mpi:+, $mpi}) =="
-BUILD_DIR=$build_dir bash scripts/build.sh
+BUILD_DIR=$build_dir bash scripts/build.sh -DATTRCHECK_BUILD_TESTS=ON -DATTRCHECK_BUILD_BENCH=ON
 echo "== tests (${mpi:-default MPI}) =="
 ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)"
 
