@@ -267,8 +267,7 @@ int replay_copy(Replay& r, const CopyCall& c, std::uint64_t* out, int* flag) {
 // profile's WrongHandle divergence), whose handle then says nothing about the object.
 bool may_be_on(const Observation& o, ObjectKind kind, Handle object) noexcept {
   if (o.object == object) return true;
-  static const bool handles_trusted = !known_divergence(DivergenceSite::WrongHandle, "");
-  if (handles_trusted || o.kind != kind) return false;
+  if (fortran_delete_handles_trusted() || o.kind != kind) return false;
   const KeyRecord* rec = record_for(o.engine_id);
   return rec && rec->lang != Binding::C;
 }

@@ -185,17 +185,17 @@ struct PendingSets {
   PendingSet sets[kMax];
 };
 
-// This thread's context, query cache and pending sets, in one thread-local block: the inline
-// paths' test of cb_top, their cache lookup and a deferred set's record use one TLS offset (a GOT
-// load each, and the thread pointer's, fewer). (The block is initialised data, for cb_top's
-// kUnchecked: a new thread copies its ~38 KiB where it zeroed them.)
-// (__thread, not thread_local: constant-initialised, so reading it needs no TLS init call.)
 // The calls this thread's wrappers received and the callbacks it ran, by family and binding
 // (call_counts.hpp): counted in place, with no test, read by the report through a registry.
 struct CallCounts {
   std::atomic<std::uint64_t> n[kCallFamilies][kCallBindings];
   bool registered;
 };
+// This thread's context, query cache and pending sets, in one thread-local block: the inline
+// paths' test of cb_top, their cache lookup and a deferred set's record use one TLS offset (a GOT
+// load each, and the thread pointer's, fewer). (The block is initialised data, for cb_top's
+// kUnchecked: a new thread copies its ~38 KiB where it zeroed them.)
+// (__thread, not thread_local: constant-initialised, so reading it needs no TLS init call.)
 struct ThreadState {
   QueryCache queries;
   ThreadContext ctx;

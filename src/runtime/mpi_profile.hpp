@@ -109,6 +109,12 @@ struct KnownDivergence {
 // The built library's known divergence for a difference seen at `site` during `call` (a
 // divergence whose call is "*" is seen during any call), or nullptr (then it is a divergence nobody has recorded: reported all the same).
 const KnownDivergence* known_divergence(DivergenceSite site, const char* call) noexcept;
+// Whether the library passes Fortran delete callbacks the object's own handle (no WrongHandle
+// divergence in its profile): where it does not, such a callback's handle says nothing.
+inline bool fortran_delete_handles_trusted() noexcept {
+  static const bool trusted = !known_divergence(DivergenceSite::WrongHandle, "");
+  return trusted;
+}
 
 // Checks, once MPI runs, that MPI_Get_library_version names the library attrcheck was built
 // against; warns on stderr if not (the wrappers' constants would be another library's).

@@ -27,35 +27,41 @@ FreeUnderWay frees_under_way[kFreesUnderWay];
 // dup, callgrind).
 std::atomic<int> frees_open{0};
 
+// Opens a window on `h` for this thread: frees_open raised first, then a free slot claimed.
+// nullptr: all slots taken (the free goes unguarded; frees_open is lowered again).
+FreeUnderWay* open_window(Handle h) noexcept {
+  frees_open.fetch_add(1, std::memory_order_acq_rel);
+  for (FreeUnderWay& f : frees_under_way) {
+    Handle none = 0;
+    if (f.handle.load(std::memory_order_relaxed) == 0 &&
+        f.handle.compare_exchange_strong(none, h, std::memory_order_acq_rel)) {
+      f.thread.store(thread_token(), std::memory_order_release);
+      return &f;
+    }
+  }
+  frees_open.fetch_sub(1, std::memory_order_release);
+  return nullptr;
+}
+
+void close_window(FreeUnderWay* f) noexcept {
+  f->thread.store(nullptr, std::memory_order_relaxed);
+  f->handle.store(0, std::memory_order_release);
+  frees_open.fetch_sub(1, std::memory_order_release);
+}
+
 class FreeWindow {
  public:
   explicit FreeWindow(Handle h) noexcept {
-    if (state().thread_level < MPI_THREAD_MULTIPLE || h == 0) return;
-    frees_open.fetch_add(1, std::memory_order_acq_rel);
-    counted_ = true;
-    for (FreeUnderWay& f : frees_under_way) {
-      Handle none = 0;
-      if (f.handle.load(std::memory_order_relaxed) == 0 &&
-          f.handle.compare_exchange_strong(none, h, std::memory_order_acq_rel)) {
-        f.thread.store(thread_token(), std::memory_order_release);
-        slot_ = &f;
-        return;
-      }
-    }  // (all taken: this free goes unguarded)
+    if (state().thread_level >= MPI_THREAD_MULTIPLE && h != 0) slot_ = open_window(h);
   }
   ~FreeWindow() {
-    if (slot_) {
-      slot_->thread.store(nullptr, std::memory_order_relaxed);
-      slot_->handle.store(0, std::memory_order_release);
-    }
-    if (counted_) frees_open.fetch_sub(1, std::memory_order_release);
+    if (slot_) close_window(slot_);
   }
   FreeWindow(const FreeWindow&) = delete;
   FreeWindow& operator=(const FreeWindow&) = delete;
 
  private:
   FreeUnderWay* slot_ = nullptr;
-  bool counted_ = false;
 };
 
 // Frees the library makes of other objects inside this thread's free: a datatype freed while
@@ -76,11 +82,7 @@ class DeferredFrees {
  public:
   DeferredFrees() noexcept : first_(t_deferred_count) {}
   ~DeferredFrees() {
-    for (int i = first_; i < t_deferred_count; ++i) {
-      t_deferred[i]->thread.store(nullptr, std::memory_order_relaxed);
-      t_deferred[i]->handle.store(0, std::memory_order_release);
-      frees_open.fetch_sub(1, std::memory_order_release);
-    }
+    for (int i = first_; i < t_deferred_count; ++i) close_window(t_deferred[i]);
     t_deferred_count = first_;
   }
   DeferredFrees(const DeferredFrees&) = delete;
@@ -104,17 +106,7 @@ void hold_deferred_free(Handle h) noexcept {
   if (state().thread_level < MPI_THREAD_MULTIPLE || h == 0 || t_deferred_count == kDeferredHeld) return;
   for (int i = 0; i < t_deferred_count; ++i)
     if (t_deferred[i]->handle.load(std::memory_order_relaxed) == h) return;
-  frees_open.fetch_add(1, std::memory_order_acq_rel);
-  for (FreeUnderWay& f : frees_under_way) {
-    Handle none = 0;
-    if (f.handle.load(std::memory_order_relaxed) == 0 &&
-        f.handle.compare_exchange_strong(none, h, std::memory_order_acq_rel)) {
-      f.thread.store(thread_token(), std::memory_order_release);
-      t_deferred[t_deferred_count++] = &f;
-      return;
-    }
-  }
-  frees_open.fetch_sub(1, std::memory_order_release);  // (all taken: unguarded, as FreeWindow)
+  if (FreeUnderWay* f = open_window(h)) t_deferred[t_deferred_count++] = f;
 }
 
 namespace {

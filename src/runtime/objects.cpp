@@ -91,8 +91,7 @@ bool library_has_live(ObjectKind kind, Handle h) noexcept {
     // called on it (which reads the object): a datatype cannot be asked about.
     if (kind == ObjectKind::Type) return false;
     constexpr MPI_Fint kEmptyRun = 4096, kMax = 1 << 24;
-    const Handle null = kind == ObjectKind::Comm ? handle(MPI_COMM_NULL)
-                        : kind == ObjectKind::Type ? handle(MPI_DATATYPE_NULL) : handle(MPI_WIN_NULL);
+    const Handle null = kind == ObjectKind::Comm ? handle(MPI_COMM_NULL) : handle(MPI_WIN_NULL);
     for (MPI_Fint f = 0, last = -1; f < kMax && f - last <= kEmptyRun; ++f) {
       const Handle got = c_handle(kind, f);
       if (got == h) return true;

@@ -186,7 +186,7 @@ void fortran_trampoline_copy_fn(MPI_Fint* old, MPI_Fint* key, V* extra, V* in, V
 template <ObjectKind K, typename V>
 void fortran_trampoline_delete_fn(MPI_Fint* object, MPI_Fint* key, V* value, V* extra, MPI_Fint* ierr) {
   using Fn = void (*)(MPI_Fint*, MPI_Fint*, V*, V*, MPI_Fint*);
-  static const bool trusted = !known_divergence(DivergenceSite::WrongHandle, "");
+  const bool trusted = fortran_delete_handles_trusted();
   count_call(Family::Callback, Lang::Fortran);
   KeyRecord* rec = fortran_record(*key);
   if (!rec || !rec->delete_fn) {
