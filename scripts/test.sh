@@ -5,8 +5,13 @@
 # ATTRCHECK_MPI=mpich: the build and its suite are MPICH's (build-mpich/, programs started with
 # mpiexec.mpich); the default is the system's MPI (Open MPI on Debian). ATTRCHECK_SKIP_SANITIZERS=1
 # leaves out the two sanitizer passes (CI runs them once, with the default MPI, not per library).
+# ATTRCHECK_DEBIAN=trixie (or bookworm): all of this inside a Debian root of that release, made
+# from Debian's own packages and kept for the next run (scripts/in-debian.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ -n "${ATTRCHECK_DEBIAN:-}" ]; then
+  exec bash scripts/in-debian.sh "$ATTRCHECK_DEBIAN" bash scripts/test.sh
+fi
 mpi=${ATTRCHECK_MPI:-}
 build_dir=${BUILD_DIR:-build${mpi:+-$mpi}}
 
