@@ -1,12 +1,15 @@
 """What the tests need to know about the MPI library a build is for.
 
-The build writes lib/attrcheck/mpi-build.json (the library's profile id and its launcher); the
-profile itself (known divergences, the launcher's exit status without MPI_Finalize, error classes)
-is parsed from src/runtime/mpi_profile.def, the file the runtime is compiled from.
+The build writes lib/attrcheck/mpi-build.json (the library, its version as mpi.h says, and its
+launcher); the profile itself (the launcher's exit status without MPI_Finalize, and the release
+series' known divergences, behaviours and error classes) is parsed from src/runtime/mpi_profile.def,
+the file the runtime is compiled from. The release series is chosen from the version as the
+runtime chooses it from MPI_Get_library_version (release_for in src/runtime/mpi_profile.cpp).
 
     cfg = mpi_config.load(BUILD_DIR)
     cfg.mpiexec(2, "./app")          -> ["/usr/bin/mpiexec.mpich", "-n", "2", "./app"]
-    cfg.library, cfg.profile["exit_without_finalize"], cfg.divergences (ids)
+    cfg.library, cfg.release, cfg.profile["exit_without_finalize"], cfg.divergences (ids)
+    cfg.profile["world-attributes-deleted-at-finalize"]   a behaviour: True / False
 """
 import json
 import os
@@ -32,7 +35,7 @@ def parse_def(path=DEF):
     """[(statement, [args...])] of mpi_profile.def: strings, identifiers, True / False."""
     text = re.sub(r"//[^\n]*", "", open(path).read())
     out = []
-    for m in re.finditer(r"\b(LIBRARY|DIVERGENCE|ERROR_CLASS)\(", text):
+    for m in re.finditer(r"\b(LIBRARY|RELEASE|DIVERGENCE|BEHAVIOUR|SEEN|ERROR_CLASS)\(", text):
         pos, args = m.end(), []
         while True:
             t = _TOKEN.match(text, pos)
@@ -51,24 +54,64 @@ def parse_def(path=DEF):
     return out
 
 
+def _version(text):
+    return tuple(int(p) for p in re.findall(r"[0-9]+", text or ""))
+
+
 def profiles(path=DEF):
-    """{library id: {"enum", "name", "null_callbacks_are_null", ..., "divergences": {id: {...}},
-    "error_classes": {situation: class}}}."""
-    libs, by_enum = {}, {}
+    """{release id: {"library", "release", "name", "from", "probed", the library's fields
+    ("null_callbacks_are_null", ..., "exit_without_finalize"), "divergences": {id: {...}},
+    "error_classes": {situation: class}, and each behaviour's id: True / False}}, plus each
+    library's id ("openmpi") for its newest release."""
+    libs, releases, divergences, behaviours, seen, classes = {}, {}, {}, {}, [], []
     for kind, a in parse_def(path):
         if kind == "LIBRARY":
-            p = {"enum": a[0], "id": a[1], "name": a[2], "marker": a[3], "null_callbacks_are_null": a[4],
-                 "fortran_enters_through_c": a[5], "fortran_predefined_key_offset": a[6],
-                 "exit_without_finalize": a[7], "f08_profiling_prefix": a[8], "divergences": {},
-                 "error_classes": {}}
-            libs[a[1]] = by_enum[a[0]] = p
+            libs[a[0]] = {"library": a[1], "library_name": a[2], "marker": a[3], "null_callbacks_are_null": a[4],
+                          "fortran_enters_through_c": a[5], "fortran_predefined_key_offset": a[6],
+                          "exit_without_finalize": a[7], "f08_profiling_prefix": a[8]}
+        elif kind == "RELEASE":
+            releases[a[0]] = dict(libs[a[1]], enum=a[0], id=a[2], release=a[2], name=a[3], **{"from": a[4]},
+                                  probed=a[5], divergences={}, error_classes={})
         elif kind == "DIVERGENCE":
-            d = by_enum[a[0]]["divergences"].setdefault(a[1], {"sites": [], "call": a[3], "versions": a[4],
-                                                                "behaviour": a[5], "standard": a[6]})
-            d["sites"].append(a[2])
+            d = divergences.setdefault(a[0], {"sites": [], "call": a[2], "behaviour": a[3], "standard": a[4]})
+            d["sites"].append(a[1])
+        elif kind == "BEHAVIOUR":
+            behaviours[a[0]] = a[1]
+        elif kind == "SEEN":
+            seen.append((a[0], a[1]))
         else:
-            by_enum[a[0]]["error_classes"][a[1]] = a[2]
-    return libs
+            classes.append(a)
+    for r in releases.values():
+        for b in behaviours:
+            r[b] = False
+    for rel, ident in seen:
+        if ident in divergences:
+            releases[rel]["divergences"][ident] = divergences[ident]
+        elif ident in behaviours:
+            releases[rel][ident] = True
+        else:
+            raise ValueError(f"{path}: SEEN({rel}, {ident!r}) names no divergence or behaviour")
+    for rel, situation, cls in classes:
+        releases[rel]["error_classes"][situation] = cls
+    out = {r["id"]: r for r in releases.values()}
+    for r in sorted(releases.values(), key=lambda r: _version(r["from"])):
+        out[r["library"]] = r
+    return out
+
+
+def release_for(library, version, path=DEF):
+    """The release series of `library` that `version` ("5.0.7") belongs to: the one with the highest
+    "from" at or below it, the oldest if the version cannot be read (as the runtime chooses)."""
+    series = [r for r in profiles(path).values() if r["library"] == library and r["id"] != library]
+    if not series:
+        return None
+    series.sort(key=lambda r: _version(r["from"]))
+    best = series[0]
+    if _version(version):
+        for r in series:
+            if _version(r["from"]) <= _version(version):
+                best = r
+    return best
 
 
 class Config:
@@ -76,10 +119,13 @@ class Config:
         with open(os.path.join(build, "lib", "attrcheck", "mpi-build.json")) as f:
             b = json.load(f)
         self.library = b["library"]
+        self.version = b.get("library_version", "")
         self.launcher = b["mpiexec"] or "mpiexec"
         self.numproc_flag = b.get("numproc_flag") or "-n"
-        self.profile = profiles().get(self.library, {"id": self.library, "exit_without_finalize": "nonzero",
-                                                     "divergences": {}, "error_classes": {}})
+        self.profile = release_for(self.library, self.version) or {
+            "id": self.library, "library": self.library, "release": self.library, "name": self.library,
+            "exit_without_finalize": "nonzero", "divergences": {}, "error_classes": {}}
+        self.release = self.profile["release"]
         self.divergences = set(self.profile["divergences"])
 
     def mpiexec(self, np, *command):

@@ -544,7 +544,8 @@ void render_header(FdWriter& w, const char* schema, const RunInfo& run) noexcept
   w.key("mode"); w.str(run.mode); w.raw(",");
   w.key("on_error"); w.str(run.on_error); w.raw(",");
   w.key("thread_level"); w.str(run.thread_level); w.raw(",");
-  w.key("mpi_library"); w.str(run.mpi_library);
+  w.key("mpi_library"); w.str(run.mpi_library); w.raw(",");
+  w.key("mpi_profile"); w.str(run.mpi_profile);
 }
 }  // namespace
 

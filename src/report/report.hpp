@@ -17,7 +17,7 @@
 namespace attrcheck {
 
 inline constexpr char kReportSchema[] = "attrcheck.rank-report";
-inline constexpr char kReportVersion[] = "1.4";
+inline constexpr char kReportVersion[] = "1.5";
 inline constexpr char kToolVersion[] = "0.1.0";
 
 // Copies `src` (null: "") into `dst`, truncating to `size` - 1 characters; no allocation.
@@ -127,6 +127,7 @@ struct RunInfo {
   char on_error[16] = "report";
   char thread_level[32] = "";
   char mpi_library[160] = "";
+  char mpi_profile[32] = "";  // the release series of the library profile in use ("openmpi-5.0")
   std::atomic<const char*> status{"running"};  // a string literal
   std::atomic<int> signal{0};
   CallCountReader call_counts = nullptr;  // nullptr: the report says nothing of them

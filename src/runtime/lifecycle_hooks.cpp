@@ -74,7 +74,8 @@ int on_finalize(const Call& call, const FnRef<int()>& forward) {
   r.phase.store(static_cast<int>(Phase::Finalizing), std::memory_order_release);
   if (r.mode == Mode::Shadow) release_quarantine();  // the library frees the keyvals held back
   FinalizeOptions options;
-  options.delete_world_attributes = true;  // what Open MPI 4.1 and MPICH do natively
+  // Both modes do what the library does where the standard is silent (Open MPI 5 does not).
+  options.delete_world_attributes = release_facts().world_attributes_deleted_at_finalize;
   options.after_self = world_attributes_left;
   options.context = const_cast<Call*>(&call);
   int rc;

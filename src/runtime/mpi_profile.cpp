@@ -2,6 +2,7 @@
 // predefined callbacks by address.
 #include "runtime/mpi_profile.hpp"
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -13,29 +14,53 @@ namespace attrcheck::rt {
 
 namespace {
 
-#define LIBRARY(...)
-#define ERROR_CLASS(...)
-#define DIVERGENCE(Lib, id, Site, call, versions, behaviour, standard) \
-  {Library::Lib, id, DivergenceSite::Site, call, versions, behaviour, standard},
-constexpr KnownDivergence kDivergences[] = {
-#include "runtime/mpi_profile.def"
-};
-#undef LIBRARY
-#undef ERROR_CLASS
-#undef DIVERGENCE
+ReleaseFacts facts_of(const ReleaseProfile& r) noexcept {
+  return {!release_has(r, "fortran-delete-callback-wrong-handle"), release_has(r, "world-attributes-deleted-at-finalize")};
+}
+
+char g_library_version[32] = "";
+std::atomic<const ReleaseProfile*> g_release{nullptr};  // set by check_library
 
 }  // namespace
+
+static_assert([] {
+  for (std::size_t i = 0; i < sizeof kReleases / sizeof kReleases[0]; ++i)
+    if (static_cast<std::size_t>(kReleases[i].release) != i) return false;
+  return true;
+}(), "kReleases is indexed by Release");
+
+bool release_probed() noexcept {
+  // The same major.minor as the probed release.
+  const char* a = g_library_version;
+  const char* b = release().probed;
+  for (int dots = 0; *a && *a == *b; ++a, ++b)
+    if (*a == '.' && ++dots == 2) return true;
+  return (!*a || *a == '.') && (!*b || *b == '.') && *g_library_version;
+}
+
+const ReleaseProfile& release() noexcept {
+  const ReleaseProfile* r = g_release.load(std::memory_order_acquire);
+  return r ? *r : release_for(kBuiltLibrary, "");
+}
+
+const ReleaseFacts& release_facts() noexcept {
+  constexpr std::size_t kCount = sizeof kReleases / sizeof kReleases[0];
+  static const struct Table {
+    ReleaseFacts facts[kCount];
+    Table() noexcept {
+      for (std::size_t i = 0; i < kCount; ++i) facts[i] = facts_of(kReleases[i]);
+    }
+  } table;
+  return table.facts[static_cast<std::size_t>(release().release)];
+}
 
 const KnownDivergence* known_divergence(DivergenceSite site, const char* call) noexcept {
   for (const KnownDivergence& d : kDivergences)
-    if (d.library == kBuiltLibrary && d.site == site && call && (!std::strcmp(d.call, "*") || !strcasecmp(d.call, call)))
+    if (d.site == site && call && (!std::strcmp(d.call, "*") || !strcasecmp(d.call, call)) &&
+        release_has(release(), d.id))
       return &d;  // (Fortran: MPI_COMM_FREE)
   return nullptr;
 }
-
-namespace {
-char g_library_version[32] = "";
-}  // namespace
 
 const char* library_version() noexcept { return g_library_version; }
 
@@ -51,6 +76,7 @@ void check_library(const char* version) noexcept {
     g_library_version[n] = '\0';
     break;
   }
+  g_release.store(&release_for(kBuiltLibrary, g_library_version), std::memory_order_release);
   if (!version || !*kProfile.marker || std::strstr(version, kProfile.marker)) return;
   // MPICH's derivatives (Intel MPI, MVAPICH, Cray MPICH) name themselves; their mpi.h says MPICH.
   std::fprintf(stderr,

@@ -1,7 +1,9 @@
 // The MPI library attrcheck is built against, as one profile (the entries are in
-// mpi_profile.def): its predefined-callback encoding, whether its Fortran bindings enter through
-// the C ones, and the ways it is known to depart from the standard. Hooks and the cross-check ask
-// this header; nothing else in the runtime tests which library it runs on.
+// mpi_profile.def): its predefined-callback encoding and whether its Fortran bindings enter
+// through the C ones (from mpi.h, at build time), and, per release series chosen at run time from
+// MPI_Get_library_version, the ways it is known to depart from the standard and what it does
+// where the standard is silent. Hooks and the cross-check ask this header; nothing else in the
+// runtime tests which library it runs on.
 #pragma once
 
 #include <atomic>
@@ -10,29 +12,9 @@
 #include <mpi.h>
 
 #include "attrcheck/engine.hpp"
+#include "runtime/mpi_profile_table.hpp"
 
 namespace attrcheck::rt {
-
-#define LIBRARY(Enum, ...) Enum,
-#define DIVERGENCE(...)
-#define ERROR_CLASS(...)
-enum class Library : unsigned char {
-#include "runtime/mpi_profile.def"
-  Unknown
-};
-#undef LIBRARY
-
-struct MpiProfile {
-  Library library;
-  const char* id;      // "openmpi", "mpich": what the test harness and the docs call it
-  const char* name;    // "Open MPI"
-  const char* marker;  // what MPI_Get_library_version says for it
-  bool null_callbacks_are_null;
-  bool fortran_enters_through_c;
-  int fortran_predefined_key_offset;
-  const char* exit_without_finalize;  // the launcher's status when a rank exits without MPI_Finalize
-  const char* f08_profiling_prefix;   // "pmpi_": the use mpi_f08 bindings' profiling twins
-};
 
 // Selected at build time from mpi.h.
 #if defined(OPEN_MPI)
@@ -43,21 +25,6 @@ inline constexpr Library kBuiltLibrary = Library::Mpich;
 inline constexpr Library kBuiltLibrary = Library::Unknown;
 #endif
 
-#define LIBRARY(Enum, id, name, marker, null_fns, through_c, fortran_key_offset, exit_status, f08_prefix) \
-  {Library::Enum, id, name, marker, null_fns, through_c, fortran_key_offset, exit_status, f08_prefix},
-inline constexpr MpiProfile kProfiles[] = {
-#include "runtime/mpi_profile.def"
-    {Library::Unknown, "unknown", "an unknown MPI library", "", false, false, 0, "nonzero", "pmpi_"},
-};
-#undef LIBRARY
-#undef DIVERGENCE
-#undef ERROR_CLASS
-
-inline constexpr const MpiProfile& profile_of(Library l) {
-  for (const MpiProfile& p : kProfiles)
-    if (p.library == l) return p;
-  return kProfiles[sizeof kProfiles / sizeof kProfiles[0] - 1];
-}
 // The profile of the library attrcheck is built against (a compile-time constant: tests of its
 // flags cost nothing on hot paths).
 inline constexpr const MpiProfile& kProfile = profile_of(kBuiltLibrary);
@@ -84,40 +51,31 @@ inline int c_keyval(int fortran_key) noexcept {
   }
 }
 
-// Where the shadow cross-check sees a divergence.
-enum class DivergenceSite : unsigned char {
-  CopiesAttributes,  // a constructor that must not copy attributes did
-  ExtraCallback,     // the library ran a callback the standard does not call there
-  MissingCallback,   // the library did not run a callback the standard requires
-  SelfDeleteOrder,   // MPI_Finalize ran MPI_COMM_SELF's delete callbacks out of order
-  ResultDiffers,     // the library succeeded where the standard's model failed on a callback
-  DroppedAttribute,  // a call that failed on a delete callback dropped the attribute anyway
-  WrongHandle,       // the library passed a callback another object's handle
-  Unclassified,      // anything else (values, answers): never a known divergence
-};
-
-struct KnownDivergence {
-  Library library;
-  const char* id;
-  DivergenceSite site;
-  const char* call;
-  const char* versions;   // the library versions it was seen in
-  const char* behaviour;  // what the library does
-  const char* standard;   // what the standard says (where)
-};
-
-// The built library's known divergence for a difference seen at `site` during `call` (a
-// divergence whose call is "*" is seen during any call), or nullptr (then it is a divergence nobody has recorded: reported all the same).
+// The release series attrcheck runs on: chosen by check_library from the library's version at
+// MPI_Init; before that, the oldest series of the built library.
+const ReleaseProfile& release() noexcept;
+// Whether the library's version is of the release series its profile was probed on (5.0.x for a
+// series probed on 5.0.7); if not, the series is an assumption (5.1.0 taken as Open MPI 5.0).
+bool release_probed() noexcept;
+// The running release's known divergence for a difference seen at `site` during `call` (a
+// divergence whose call is "*" is seen during any call), or nullptr (then it is a divergence
+// nobody has recorded: reported all the same).
 const KnownDivergence* known_divergence(DivergenceSite site, const char* call) noexcept;
-// Whether the library passes Fortran delete callbacks the object's own handle (no WrongHandle
-// divergence in its profile): where it does not, such a callback's handle says nothing.
-inline bool fortran_delete_handles_trusted() noexcept {
-  static const bool trusted = !known_divergence(DivergenceSite::WrongHandle, "");
-  return trusted;
-}
+
+// What the running release does, asked where it matters (set by check_library).
+struct ReleaseFacts {
+  // Fortran delete callbacks get the object's own handle (no fortran-delete-callback-wrong-handle):
+  // where they do not, such a callback's handle says nothing.
+  bool fortran_delete_handles_trusted;
+  // MPI_Finalize deletes MPI_COMM_WORLD's attributes (world-attributes-deleted-at-finalize).
+  bool world_attributes_deleted_at_finalize;
+};
+const ReleaseFacts& release_facts() noexcept;
+inline bool fortran_delete_handles_trusted() noexcept { return release_facts().fortran_delete_handles_trusted; }
 
 // Checks, once MPI runs, that MPI_Get_library_version names the library attrcheck was built
-// against; warns on stderr if not (the wrappers' constants would be another library's).
+// against (warns on stderr if not: the wrappers' constants would be another library's), and
+// chooses the release series from its version.
 void check_library(const char* version) noexcept;
 // The library's version as MPI_Get_library_version gave it to check_library ("4.1.4"), or "" before.
 const char* library_version() noexcept;

@@ -381,6 +381,13 @@ void library_note(const KnownDivergence& known) {
   a.put(kProfile.name);
   a.put(" ");
   a.put(library_version());
+  if (!release_probed()) {
+    a.put(" (taken as ");
+    a.put(release().name);
+    a.put(", probed on ");
+    a.put(release().probed);
+    a.put(")");
+  }
   a.put(" [");
   a.put(known.id);
   a.put("]: ");
@@ -595,6 +602,7 @@ void started(int provided) {
     std::snprintf(r.run.mpi_library, sizeof r.run.mpi_library, "%.*s", static_cast<int>(sizeof r.run.mpi_library - 1), version);  // first line, clipped
     check_library(version);
   }
+  std::snprintf(r.run.mpi_profile, sizeof r.run.mpi_profile, "%s", release().id);
   r.engine->create_object(ObjectKind::Comm, r.world, kObjectPredefined | kObjectWorld);
   r.engine->create_object(ObjectKind::Comm, r.self, kObjectPredefined | kObjectSelf);
   register_predefined_keys(*r.engine);

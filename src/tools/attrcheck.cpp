@@ -5,6 +5,7 @@
 #include "report/merge.hpp"
 #include "report/outputs.hpp"
 #include "report/suppress.hpp"
+#include "probe.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -31,7 +32,10 @@ usage: attrcheck [options] -- COMMAND [ARGS...]
 
 Typical uses:
   attrcheck -- mpirun -np 4 ./app        preload into every rank mpirun starts (locally)
-  mpirun -np 4 attrcheck -- ./app        each rank preloads itself (no -x needed))";
+  mpirun -np 4 attrcheck -- ./app        each rank preloads itself (no -x needed)
+  attrcheck --probe-library [-- mpiexec -n]
+                                         ask the MPI library what it does where libraries
+                                         differ, and compare with attrcheck's profile of it)";
 
 constexpr const char* kFooter = R"(exit status: the command's own status if it failed (signals as 128+N); otherwise 1 if
 findings at or above --fail-on were reported; otherwise 0. Errors in attrcheck's own
@@ -58,6 +62,8 @@ struct Options {
   std::string stack_depth = env_or("ATTRCHECK_STACK_DEPTH", "16");
   std::string provenance = env_or("ATTRCHECK_PROVENANCE", "stack");
   bool no_default_suppressions = false;
+  bool probe_library = false;
+  std::string profile;  // --probe-library: the release profile to compare with
 };
 
 const std::map<std::string, std::vector<std::string>>& choices() {
@@ -73,8 +79,8 @@ const std::map<std::string, std::vector<std::string>>& choices() {
 // is not an option (nor an option's value).
 std::vector<std::string> parse(int argc, char** argv, Options& o) {
   static const char* const kValued[] = {"--mode", "--output", "--on-error", "--fail-on", "--suppressions",
-                                        "--stack-depth", "--provenance"};  // (help: below)
-  static const char* const kFlags[] = {"--no-default-suppressions", "-h", "--help", "--version"};
+                                        "--stack-depth", "--provenance", "--profile"};  // (help: below)
+  static const char* const kFlags[] = {"--no-default-suppressions", "--probe-library", "-h", "--help", "--version"};
   std::vector<std::string> options, command;
   int i = 1;
   for (; i < argc; ++i) {
@@ -138,6 +144,15 @@ std::vector<std::string> parse(int argc, char** argv, Options& o) {
   app.add_flag("--no-default-suppressions", o.no_default_suppressions,
                "do not apply the default suppressions shipped with attrcheck\n"
                "(lib/attrcheck/default.supp: benign patterns of well-known libraries)");
+  app.add_flag("--probe-library", o.probe_library,
+               "run the library probes natively (started with the command after\n"
+               "'--', default: the build's launcher with -n 2) and print their\n"
+               "answers beside the profile of the library's release; exit 1 if\n"
+               "any differ");
+  app.add_option("--profile", o.profile,
+                 "with --probe-library: compare with this release profile\n"
+                 "(openmpi-4.1, openmpi-5.0, mpich-4.0, mpich-4.2) instead")
+      ->type_name("ID");
   app.get_formatter()->column_width(28);
   std::vector<std::string> args(options.rbegin(), options.rend());  // CLI11 parses a reversed vector
   try {
@@ -160,7 +175,8 @@ std::vector<std::string> parse(int argc, char** argv, Options& o) {
   if (o.stack_depth.empty() || o.stack_depth.size() > 4 ||
       o.stack_depth.find_first_not_of("0123456789") != std::string::npos || std::stoi(o.stack_depth) > 16)
     die("--stack-depth must be a number of frames from 0 to 16 (got '" + o.stack_depth + "')");
-  if (command.empty()) die("no command given (usage: attrcheck [options] -- COMMAND...)");
+  if (!o.profile.empty() && !o.probe_library) die("--profile goes with --probe-library");
+  if (command.empty() && !o.probe_library) die("no command given (usage: attrcheck [options] -- COMMAND...)");
   return command;
 }
 
@@ -244,6 +260,7 @@ std::string library() {
 int main(int argc, char** argv) {
   Options o;
   std::vector<std::string> command = parse(argc, argv, o);
+  if (o.probe_library) return attrcheck::tools::probe_library(command, o.profile);
   std::string output = absolute(o.output);
   std::vector<Suppression> suppressions;
   try {  // before the run: a malformed file must not cost a whole job

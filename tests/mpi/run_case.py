@@ -26,16 +26,17 @@ A case is a C, C++ or Fortran program whose first comment lines (// or !) say wh
                                                was the first frame of each of its stacks
   // rank-symbolized: none                       no rank report names any frame (no rank finalized)
   // env: NAME=VALUE ...                         extra environment for the run under attrcheck
-  // skip-on LIBRARY: REASON                     the case cannot run on that library (ctest: skipped)
+  // skip-on LIBRARY: REASON                     the case cannot run on that library or release series
+                                               (openmpi, openmpi-5.0: mpi_profile.def; ctest: skipped)
   // expect-intercepted: FAMILY.BINDING=N ...    the merged report's "intercepted" count of that
                                                family and binding is N (or, with >=N, at least N)
-  // native: error-classes                       a native run's "error-class SITUATION CLASS" lines
-                                               must be the library profile's ERROR_CLASS table
   // status: STATUS                              every rank's status in the merged report
   // expect-unless FLAG: RULE...                 expected unless the library profile's FLAG is true
-  // expect-on LIBRARY[/MODE]: RULE...           expected only on that library (openmpi, mpich), and
-                                               only in MODE if given: where the program itself runs
-                                               into what differs between them
+  // expect-if FLAG: RULE...                     expected only if it is (FLAG: a library field, or a
+                                               BEHAVIOUR the release has, as its probe answered)
+  // expect-on LIBRARY[/MODE]: RULE...           expected only on that library or release series
+                                               (openmpi, mpich-4.2), and only in MODE if given:
+                                               where the program itself runs into what differs
   // divergence: ID...                           known library divergences (src/runtime/mpi_profile.def)
                                                the program runs into: where the built library's
                                                profile lists one, shadow mode must say so in one
@@ -158,7 +159,7 @@ def rank_symbolization_failures(out, want):
 
 def header(source):
     spec = {"np": 2, "modes": ["shadow", "emulate"], "expect": [], "clean": False, "exit": "0", "native": None,
-            "env": {}, "divergence": [], "intercepted": [], "expect_unless": [], "status": None,
+            "env": {}, "divergence": [], "intercepted": [], "expect_unless": [], "expect_if": [], "status": None,
             "processes": None, "everywhere": [], "messages": [], "where": [], "at": [], "provenance": [],
             "skip_on": {}, "rank_symbolized": [], "expect_on": []}
     with open(source) as f:
@@ -186,6 +187,9 @@ def header(source):
             elif body.startswith("expect-unless "):
                 flag, _, rules = body[len("expect-unless "):].partition(":")
                 spec["expect_unless"].append((flag.strip(), rules.split()))
+            elif body.startswith("expect-if "):
+                flag, _, rules = body[len("expect-if "):].partition(":")
+                spec["expect_if"].append((flag.strip(), rules.split()))
             elif body.startswith("expect-intercepted:"):
                 spec["intercepted"] += body.split(":", 1)[1].split()
             elif body.startswith("divergence:"):
@@ -298,9 +302,10 @@ def main():
 def check_case(a):
     spec = header(a.source)
     cfg = mpi_config.load(a.build)
-    if cfg.library in spec["skip_on"]:
-        print(f"skipped on {cfg.library}: {spec['skip_on'][cfg.library]}")
-        return SKIP
+    for target in (cfg.library, cfg.release):
+        if target in spec["skip_on"]:
+            print(f"skipped on {target}: {spec['skip_on'][target]}")
+            return SKIP
     profiles = mpi_config.profiles()
     for d in spec["divergence"]:
         if not any(d in p["divergences"] for p in profiles.values()):
@@ -310,20 +315,21 @@ def check_case(a):
     diverges = [d for d in spec["divergence"] if d in cfg.divergences]
     # (emulate mode serves the calls itself: the library's behaviour is not compared)
     named = diverges if a.mode == "shadow" else []
-    for flag, rules in spec["expect_unless"]:
-        if flag not in cfg.profile:
-            print(f"FAIL: expect-unless names {flag}, which is no profile flag", file=sys.stderr)
+    for flag, rules, wanted in ([(f, r, False) for f, r in spec["expect_unless"]] +
+                                [(f, r, True) for f, r in spec["expect_if"]]):
+        if not isinstance(cfg.profile.get(flag), bool):
+            print(f"FAIL: expect-{'if' if wanted else 'unless'} names {flag}, which is no profile flag", file=sys.stderr)
             return 1
-        if cfg.profile[flag]:
-            print(f"not expected on {cfg.profile['name']} ({flag}): {' '.join(rules)}")
+        if cfg.profile[flag] != wanted:
+            print(f"not expected on {cfg.profile['name']} ({flag}: {cfg.profile[flag]}): {' '.join(rules)}")
         else:
             spec["expect"] = spec["expect"] + rules
     for target, rules in spec["expect_on"]:
         library, _, mode = target.partition("/")
         if library not in profiles:
-            print(f"FAIL: expect-on names {library}, which is no library profile", file=sys.stderr)
+            print(f"FAIL: expect-on names {library}, which is no library or release profile", file=sys.stderr)
             return 1
-        if library == cfg.profile["id"] and mode in ("", a.mode):
+        if library in (cfg.library, cfg.release) and mode in ("", a.mode):
             spec["expect"] = spec["expect"] + rules
     if spec["exit"] == "without-finalize":
         spec["exit"] = cfg.profile["exit_without_finalize"]
@@ -427,12 +433,6 @@ def check_case(a):
         # Emulate mode serves the standard's semantics, which this library departs from here.
         print(f"skip native comparison: {cfg.profile['name']} diverges from the standard here "
               f"({', '.join(diverges)}) and emulate mode follows the standard")
-    elif spec["native"] == "error-classes":
-        native = subprocess.run(mpirun, env=env, cwd=a.workdir, capture_output=True, text=True, timeout=TIMEOUT)
-        seen = dict(line.split()[1:3] for line in native.stdout.splitlines() if line.startswith("error-class "))
-        if seen != cfg.profile["error_classes"]:
-            failures.append(f"{cfg.profile.get('name', cfg.library)} returns {seen}, its profile says "
-                            f"{cfg.profile['error_classes']}")
     elif spec["native"] == "same-stdout":
         native = subprocess.run(mpirun, env=env, cwd=a.workdir, capture_output=True, text=True, timeout=TIMEOUT)
         if native.returncode != 0:

@@ -2,13 +2,16 @@
 // clean
 // exit: 0
 // native: same-stdout
+// divergence: dist-graph-create-adjacent-copies-attributes
 /* Only MPI_Comm_dup / MPI_Comm_idup copy attributes. Communicators made by MPI_Comm_split,
  * MPI_Comm_split_type, MPI_Comm_create, MPI_Cart_create, MPI_Cart_sub, MPI_Graph_create,
  * MPI_Dist_graph_create_adjacent, MPI_Intercomm_create and MPI_Intercomm_merge start with no
  * attributes (flag 0), no copy callback runs, and freeing them runs no delete callback of the
  * parent's attributes. (MPI_Comm_create_group and MPI_Intercomm_create are in
  * constructors_create_group.c and constructors_intercomm_create.c: Open MPI runs copy callbacks
- * there.) Needs an even number of processes. */
+ * there; Open MPI 5 copies them in MPI_Dist_graph_create_adjacent: a divergence its profile lists,
+ * so shadow mode notes it and emulate mode answers as the standard says.) Needs an even number of
+ * processes. */
 #include <mpi.h>
 #include <stdio.h>
 
