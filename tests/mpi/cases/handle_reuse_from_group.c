@@ -2,7 +2,7 @@
 // clean
 // exit: 0
 // native: same-stdout
-// skip-on openmpi: Open MPI 4.1 has no MPI-4.0 MPI_Comm_create_from_group / MPI_Intercomm_create_from_groups
+// skip-on openmpi-4.1: Open MPI 4.1 has no MPI-4.0 MPI_Comm_create_from_group / MPI_Intercomm_create_from_groups
 /* Communicators made by the MPI-4.0 group constructors (MPI_Comm_create_from_group,
  * MPI_Intercomm_create_from_groups), each right after the program freed a communicator, so that
  * the library hands the freed handle out again: each is used and freed, as natively, with no
@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
   int rank, failed = 0, reused = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-#if MPI_VERSION >= 4
+#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5) /* (Open MPI 5 says MPI 3.1) */
   MPI_Group world, self;
   MPI_Comm_group(MPI_COMM_WORLD, &world);
   MPI_Comm_group(MPI_COMM_SELF, &self);

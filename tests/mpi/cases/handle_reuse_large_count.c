@@ -2,7 +2,7 @@
 // clean
 // exit: 0
 // native: same-stdout
-// skip-on openmpi: Open MPI 4.1 has no MPI-4.0 large-count (_c) functions
+// skip-on openmpi: Open MPI 4.1 and 5.0 have no MPI-4.0 large-count (_c) functions
 /* Datatypes and windows made by the MPI-4.0 large-count constructors (MPI_Type_contiguous_c and
  * every other _c one), each right after the program freed an object of the same kind, so that the
  * library hands the freed handle out again: each is used (an attribute set and read) and freed,
