@@ -3,7 +3,7 @@
 // exit: 0
 // native: same-stdout
 // skip-on openmpi: the program calls MPICH's MPIX_Comm_shrink (Debian's Open MPI 4.1 has none; 5.0's is in its ULFM extension)
-// skip-on mpich-4.0: Debian's MPICH 4.0.2 (ch4) exports MPIX_Comm_shrink, but it fails an assertion natively (ch4_comm.c:76)
+// skip-on mpich: Debian's MPICH 4.0.2 and 4.2.1 (ch4) export MPIX_Comm_shrink, but it fails an assertion natively
 /* A communicator made by the fault-tolerance extension's MPIX_Comm_shrink, whose handle is the
  * value of one the program just freed (MPICH hands a freed handle out again at once): a correct
  * program, whose free of the new communicator must succeed as it does natively. */

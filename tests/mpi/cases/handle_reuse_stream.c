@@ -4,10 +4,11 @@
 // native: same-stdout
 // skip-on openmpi: MPIX_Stream_comm_create is MPICH's stream extension
 // skip-on mpich-4.0: MPICH 4.0 has no streams (MPICH 4.1 added them)
-/* Communicators made by MPICH's stream extension (MPIX_Stream_comm_create,
- * MPIX_Stream_comm_create_multiplex), each right after the program freed a communicator, so that
- * the library hands the freed handle out again: each carries an attribute, is used and freed, as
- * natively, with no finding. */
+/* Communicators made by MPICH's stream extension (MPIX_Stream_comm_create), each right after the
+ * program freed a communicator, so that the library hands the freed handle out again: each
+ * carries an attribute, is used and freed, as natively, with no finding. (Its multiplex form is
+ * intercepted the same way, but not run here: MPICH 4.2.1's MPI_Comm_free of such a communicator
+ * crashes natively in some runs.) */
 #include <mpi.h>
 #include <stdio.h>
 
@@ -33,10 +34,7 @@ int main(int argc, char** argv) {
     MPI_Comm_set_attr(a, key, NULL);
     const MPI_Comm freed = a;
     MPI_Comm_free(&a);
-    MPIX_Stream none[1] = {MPIX_STREAM_NULL};
-    const int rc = i % 2 ? MPIX_Stream_comm_create_multiplex(MPI_COMM_WORLD, 1, none, &b)
-                         : MPIX_Stream_comm_create(MPI_COMM_WORLD, MPIX_STREAM_NULL, &b);
-    if (rc != MPI_SUCCESS) {
+    if (MPIX_Stream_comm_create(MPI_COMM_WORLD, MPIX_STREAM_NULL, &b) != MPI_SUCCESS) {
       ++failed;
       continue;
     }
