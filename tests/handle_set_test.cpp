@@ -7,7 +7,7 @@
 #include <random>
 #include <set>
 
-#include "runtime/handle_set.hpp"
+#include "runtime/process/handle_set.hpp"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "runtime/run_list.hpp"
+#include "runtime/callbacks/run_list.hpp"
 
 namespace {
 

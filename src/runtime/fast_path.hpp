@@ -15,7 +15,7 @@
 #include "report/report.hpp"
 #include "runtime/hooks.hpp"
 #include "runtime/mpi_profile.hpp"
-#include "runtime/query_cache.hpp"
+#include "runtime/fast/query_cache.hpp"
 
 namespace attrcheck::rt {
 

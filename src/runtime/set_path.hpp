@@ -5,7 +5,7 @@
 // through the query's cursor (set_emulated).
 #pragma once
 
-#include "runtime/runtime.hpp"
+#include "runtime/process/runtime.hpp"
 
 namespace attrcheck::rt {
 

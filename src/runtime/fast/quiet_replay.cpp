@@ -2,7 +2,7 @@
 // quick ways of a keyval with a user delete function install while the library runs the call
 // (set_path.hpp), and what happens when the library ran something else than the model requires.
 #include "runtime/hooks.hpp"
-#include "runtime/runtime.hpp"
+#include "runtime/process/runtime.hpp"
 #include "runtime/set_path.hpp"
 
 namespace attrcheck::rt {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "runtime/call_counts.hpp"
-#include "runtime/hook_common.hpp"
+#include "runtime/hooks/hook_common.hpp"
 #include "runtime/mpi_profile.hpp"
 
 namespace attrcheck::rt {

@@ -2,7 +2,7 @@
 #include <mutex>
 
 #include "report/symbolize.hpp"
-#include "runtime/hook_common.hpp"
+#include "runtime/hooks/hook_common.hpp"
 
 namespace attrcheck::rt {
 

@@ -5,8 +5,8 @@
 #include <type_traits>
 
 #include "runtime/call_counts.hpp"
-#include "runtime/callback_run.hpp"
-#include "runtime/runtime.hpp"
+#include "runtime/callbacks/run.hpp"
+#include "runtime/process/runtime.hpp"
 
 namespace attrcheck::rt {
 

@@ -1,5 +1,5 @@
 // Where a C++ exception that escapes a user callback was thrown (see throw_site.hpp).
-#include "runtime/throw_site.hpp"
+#include "runtime/callbacks/throw_site.hpp"
 
 #include <cxxabi.h>
 #include <dlfcn.h>
@@ -10,7 +10,7 @@
 
 #include "attrcheck/provenance.hpp"
 #include "runtime/fast_path.hpp"
-#include "runtime/runtime.hpp"
+#include "runtime/process/runtime.hpp"
 
 namespace attrcheck::rt {
 namespace {

@@ -13,14 +13,14 @@
 #include <unordered_set>
 #include <vector>
 
-#include "runtime/handle_set.hpp"
+#include "runtime/process/handle_set.hpp"
 #include "attrcheck/engine.hpp"
 #include "attrcheck/provenance.hpp"
 #include "report/report.hpp"
 #include "runtime/fast_path.hpp"
 #include "runtime/hooks.hpp"
 #include "runtime/mpi_profile.hpp"
-#include "runtime/run_list.hpp"
+#include "runtime/callbacks/run_list.hpp"
 
 namespace attrcheck::rt {
 

@@ -25,7 +25,7 @@
 
 #include <algorithm>
 
-#include "runtime/runtime.hpp"
+#include "runtime/process/runtime.hpp"
 #include "runtime/set_path.hpp"
 
 namespace attrcheck::rt {

@@ -6,8 +6,8 @@
 #include <atomic>
 #include <utility>
 
-#include "runtime/runtime.hpp"
-#include "runtime/throw_site.hpp"
+#include "runtime/process/runtime.hpp"
+#include "runtime/callbacks/throw_site.hpp"
 
 namespace attrcheck::rt {
 

@@ -6,9 +6,9 @@
 #include <cstring>
 
 #include "runtime/call_counts.hpp"
-#include "runtime/callback_run.hpp"
-#include "runtime/runtime.hpp"
-#include "runtime/throw_site.hpp"
+#include "runtime/callbacks/run.hpp"
+#include "runtime/process/runtime.hpp"
+#include "runtime/callbacks/throw_site.hpp"
 
 namespace attrcheck::rt {
 

@@ -8,7 +8,7 @@
 
 
 #include "attrcheck/spin_lock.hpp"
-#include "runtime/runtime.hpp"
+#include "runtime/process/runtime.hpp"
 
 namespace attrcheck::rt {
 

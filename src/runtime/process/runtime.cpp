@@ -1,6 +1,6 @@
 // The runtime's state, configuration, provenance, findings and lifecycle (report on every exit
 // path). Callbacks are in callbacks.cpp, the trampolines in trampolines.cpp, the per-op hooks in hooks.cpp.
-#include "runtime/runtime.hpp"
+#include "runtime/process/runtime.hpp"
 
 #include "runtime/call_counts.hpp"
 

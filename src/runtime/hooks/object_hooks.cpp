@@ -3,7 +3,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/hook_common.hpp"
+#include "runtime/hooks/hook_common.hpp"
 
 namespace attrcheck::rt {
 

@@ -1,8 +1,8 @@
 // What the hooks share (hooks.cpp, object_hooks.cpp, lifecycle_hooks.cpp). Not a public header.
 #pragma once
 
-#include "runtime/query_cache.hpp"
-#include "runtime/runtime.hpp"
+#include "runtime/fast/query_cache.hpp"
+#include "runtime/process/runtime.hpp"
 #include "runtime/set_path.hpp"
 
 namespace attrcheck::rt {

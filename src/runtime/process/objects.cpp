@@ -12,7 +12,7 @@
 #include <string>
 
 #include "runtime/hooks.hpp"
-#include "runtime/runtime.hpp"
+#include "runtime/process/runtime.hpp"
 
 namespace attrcheck::rt {
 

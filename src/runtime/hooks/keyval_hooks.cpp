@@ -4,7 +4,7 @@
 // hooks are in hook_common.hpp.
 #include <utility>
 
-#include "runtime/hook_common.hpp"
+#include "runtime/hooks/hook_common.hpp"
 #include "runtime/mpi_profile.hpp"
 
 namespace attrcheck::rt {
