@@ -16,6 +16,7 @@
 #include "runtime/hooks.hpp"
 #include "runtime/mpi_profile.hpp"
 #include "runtime/fast/query_cache.hpp"
+#include "runtime/process/thread_state.hpp"
 
 namespace attrcheck::rt {
 
@@ -97,132 +98,6 @@ struct alignas(64) FastState {
 // (Hidden: read where they are, not through the GOT: one instruction fewer on every hot path.)
 [[gnu::visibility("hidden")]] extern FastState g_fast;
 [[gnu::visibility("hidden")]] extern bool g_shadow;  // set once, at load
-// A callback of ours running on this thread: frames live on the stack of the code that runs the
-// callback, linked innermost first from t_state.ctx.cb_top. Plain data, so the fatal-signal handler can
-// name the callback that crashed. The chain ends in nullptr, or in kUnchecked until the thread
-// has passed the thread-level check: then t_state.ctx.cb_top == nullptr alone says "a checked thread, no
-// callback running", the inline paths' one test.
-struct CbFrame {
-  const void* fn;
-  Handle object;     // the object it runs for (the old one for a copy callback)
-  // The intercepted call that ran it (its name: call_name_of), or nullptr: a call the library
-  // made of its own. (The call, not its name: the name is two loads away, and the frame is built
-  // on every callback run while a crash is what reads it.)
-  const Call* call;
-  CbFrame* outer;
-  int keyval;        // as the user holds it
-  ObjectKind kind;
-  bool copy;
-  bool teardown;     // a delete callback of MPI_Finalize's teardown
-};
-extern CbFrame kUnchecked;
-struct Replay;
-// The object adopt() last registered on this thread (runtime.hpp): a hook that adopted its object
-// does not know it was live, so the library's refusal of it is no divergence. Hooks clear it first.
-struct Adopted {
-  Handle h;
-  ObjectKind kind;
-  bool set;
-  bool was_freed;  // the tool had seen it freed (the library vouched for it, see adopt)
-};
-// The one delete callback run a quick way of a shadow set or delete expects the library to make
-// while the quiet replay collects (set_path.hpp: the replacing set, the cancelling delete): the
-// delete trampoline that makes exactly this run, successfully, marks it run (kRan) and logs
-// nothing; any other run is logged in the quiet replay as usual. (Arming and testing it is
-// cheaper than logging the run and reading it back: Open MPI shadow set [user], ours 123 + 65
-// -> 115 + 60 instructions (set function + trampoline), callgrind.)
-enum : int { kExpectNone = 0, kExpectArmed = 1, kExpectRan = 2 };
-struct ExpectedRun {
-  Handle object;
-  std::uint64_t value;
-  int engine_id;
-  int state;  // kExpect*: armed before the library's call; kRan, or back to kNone out of line
-};
-// What this thread is running, in one thread-local block: the paths that read or set several of
-// these (a trampoline: all three; a set: the call and the replay) find them from one TLS offset
-// (each variable of its own cost a GOT load per access, and gcc loaded them again after stores).
-// (call and replay are not neighbours: gcc's vectoriser paired their stores in a set's scopes
-// through an xmm register and a stack slot, two instructions more than two stores.)
-struct ThreadContext {
-  const Call* call;    // the innermost intercepted call (runtime.hpp: CallScope)
-  CbFrame* cb_top;     // the innermost callback frame (above), or nullptr / kUnchecked
-  Replay* replay;      // the innermost replay collecting the library's runs (runtime.hpp: ReplayScope)
-  int throw_depth;     // the last throw's recorded stack depth since a callback began (throw_site.hpp)
-  Adopted adopted;     // (above; the cancelled delete clears it on its way to the library)
-  Replay* quiet;       // the thread's quiet replay (runtime.hpp), or nullptr: none yet
-  ExpectedRun expected;  // (above)
-};
-// Deferred sets (shadow mode, below MPI_THREAD_MULTIPLE, C binding). A set whose query's cached
-// answer is current, and for which the library ran exactly the callbacks the model requires (the
-// old value's delete callback, with that value, successfully; or none), is checked in full then
-// and there; only its application to the engine waits. The query's cache entry holds the new
-// answer meanwhile (`pending`), so gets of it are answered and cross-checked as usual, and a
-// further set of it replaces the pending one. Anything else that would read or change the engine
-// first applies every pending set, in the order they were made (settle()): each hook on entry,
-// an answer refresh, finalize.
-struct PendingSet {
-  QueryCache::Entry* entry = nullptr;
-  std::uint64_t before = 0;  // the answer before the first deferred set (the value it replaced)
-  std::uint32_t stamp = 0;   // when the last set of the query was made (they apply in this order)
-  const void* site = nullptr;  // where the last set was made (its call site)
-  bool replaced = false;     // the first deferred set replaced a value with a user delete callback
-  bool inserted = false;     // the first deferred set made the attribute (none was set before)
-};
-struct PendingSets {
-  static constexpr int kMax = 128;
-  int count = 0;
-  std::uint32_t clock = 0;
-  // Engine::version() right after this thread's last set mirrored on the spot. A set whose cached
-  // answer is out of date reads it afresh to be deferred only while the version still reads
-  // this, i.e. in a run of sets: a set between other changes (a set + delete pair, say) is
-  // cheaper mirrored at once than read, deferred and applied.
-  std::uint64_t mirrored_at = ~0ULL;
-  // MPI_THREAD_MULTIPLE: another thread applied these sets (settle_elsewhere) without touching
-  // the owner's cache entries, which the owner may be reading; the owner clears their marks
-  // (under the gate) before it uses them again. Set before any engine change of that thread, so
-  // an owner that finds its pending entry's answer out of date finds this set.
-  std::atomic<bool> applied{false};
-  PendingSet sets[kMax];
-};
-
-// The calls this thread's wrappers received and the callbacks it ran, by family and binding
-// (call_counts.hpp): counted in place, with no test, read by the report through a registry.
-struct CallCounts {
-  std::atomic<std::uint64_t> n[kCallFamilies][kCallBindings];
-  bool registered;
-};
-// This thread's context, query cache and pending sets, in one thread-local block: the inline
-// paths' test of cb_top, their cache lookup and a deferred set's record use one TLS offset (a GOT
-// load each, and the thread pointer's, fewer). (The block is initialised data, for cb_top's
-// kUnchecked: a new thread copies its ~38 KiB where it zeroed them.)
-// (__thread, not thread_local: constant-initialised, so reading it needs no TLS init call.)
-struct ThreadState {
-  QueryCache queries;
-  ThreadContext ctx;
-  PendingSets pending;
-  CallCounts counts;
-};
-extern __thread ThreadState t_state;
-
-// A library whose Fortran bindings enter through the C ones (MPICH: mpi_comm_dup_ calls
-// MPI_Comm_dup) would show the C wrappers a Fortran call a second time. While a Fortran wrapper
-// forwards to the library, kInFortran is the top frame: the C wrappers' one inline test
-// (t_state.ctx.cb_top) sends them to the full hook, whose enter() passes a C call made under it straight
-// to the library. A callback the library runs meanwhile pushes its own frame over it, so the
-// calls it makes are checked as usual.
-extern CbFrame kInFortran;
-template <typename Fn, typename... A>
-inline void forward_fortran(Fn fn, A... a) {
-  if constexpr (kProfile.fortran_enters_through_c) {
-    CbFrame* const outer = t_state.ctx.cb_top;
-    t_state.ctx.cb_top = &kInFortran;
-    fn(a...);
-    t_state.ctx.cb_top = outer;
-  } else {
-    fn(a...);
-  }
-}
-
 // The stamp query cache entries are checked against: it moves whenever a keyval or object comes
 // or goes, and when the runtime remaps a library keyval or MPI opens or closes
 // (Engine::advance_layout).

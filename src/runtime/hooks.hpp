@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "attrcheck/engine.hpp"
+#include "runtime/process/call.hpp"
 
 // The wrappers are the library's only exported symbols.
 #define ATTRCHECK_EXPORT __attribute__((visibility("default")))
@@ -34,43 +35,11 @@ class FnRef<R(A...)> {
   R (*call_)(void*, A...);
 };
 
-// The static description of an intercepted function (one per wrapper).
-struct Api {
-  const char* name;
-  ObjectKind kind;
-  const char* replacement;  // deprecated functions: what to use instead; else nullptr
-  Binding binding = Binding::C;  // how attribute values and callbacks are passed (C or Fortran)
-  // Creates, duplicates or frees an object (collective for communicators and windows): from a
-  // thread the thread level does not allow, it is passed to the library unmirrored rather than
-  // refused, so that other ranks are not left waiting in it.
-  bool lifecycle = false;
-};
-
-// One intercepted call in progress.
-struct Call {
-  const Api* api;
-  const void* caller;  // return address into the application
-  // The wrapper's own frame (its frame pointer), where a stack walk of the application's frames
-  // can start; set by the keyval create and free wrappers (gen_wrappers.py STACK_OPS), else null.
-  const void* frame = nullptr;
-};
-
 enum class Op { CreateKeyval, FreeKeyval, SetAttr, GetAttr, DeleteAttr, Dup, Construct, Obtain, Free, Init, Finalize, Abort };
 
 // False when the call should go straight to PMPI (mode=off).
 [[gnu::visibility("hidden")]] extern bool g_off;  // set once, before any wrapper can run (the configuration is read at load)
 inline bool active(Op) noexcept { return !g_off; }
-
-template <typename T>
-inline Handle handle(T h) noexcept {
-  if constexpr (std::is_pointer_v<T>) {
-    return static_cast<Handle>(reinterpret_cast<std::uintptr_t>(h));
-  } else {
-    // An integer handle (MPICH's) as its bits: MPICH's handles have the top bit set, and a
-    // sign-extended one would read 0xffffffff84000002 in reports.
-    return static_cast<Handle>(static_cast<std::make_unsigned_t<T>>(h));
-  }
-}
 
 // Open MPI's Fortran entry points (pmpi_comm_set_attr_ ...) live in libmpi_mpifh, which only
 // Fortran programs load: the Fortran wrappers look them up instead of linking. nullptr if absent.

@@ -12,17 +12,6 @@
 
 namespace attrcheck::rt {
 
-// ---- per-thread callback context ------------------------------------------------------------
-CbFrame kUnchecked{nullptr, 0, nullptr, nullptr, 0, ObjectKind::Comm, false, false};
-CbFrame kInFortran{nullptr, ~Handle{0}, nullptr, nullptr, 0, ObjectKind::Comm, false, false};
-__thread ThreadState t_state{{}, {nullptr, &kUnchecked, nullptr, 0, {}, nullptr, {}}, {}, {}};
-const char* call_name_of(const Call* call) noexcept {
-  if (call && call->api) return call->api->name;
-  return phase() == Phase::Finalizing ? "MPI_Finalize" : "MPI";
-}
-
-const char* current_call_name() noexcept { return call_name_of(t_state.ctx.call); }
-
 namespace {
 
 // ---- running user callbacks (both modes) ---------------------------------------------------------
@@ -488,18 +477,6 @@ class RuntimeInvoker final : public CallbackInvoker {
 }  // namespace
 
 CallbackInvoker* new_invoker() { return new RuntimeInvoker; }
-
-bool in_callback_for_slow(ObjectKind kind, Handle h) noexcept {
-  for (const CbFrame* f = t_state.ctx.cb_top; f && f != &kUnchecked; f = f->outer)
-    if (f != &kInFortran && f->kind == kind && f->object == h) return true;
-  return false;
-}
-
-bool in_teardown_callback_slow() noexcept {
-  for (const CbFrame* f = t_state.ctx.cb_top; f && f != &kUnchecked; f = f->outer)
-    if (f->teardown) return true;
-  return false;
-}
 
 void ReplayScope::unlog() {
   RunLog* const log = replay_.log;

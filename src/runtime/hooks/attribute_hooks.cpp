@@ -18,13 +18,6 @@
 
 namespace attrcheck::rt {
 
-namespace {
-thread_local char t_token;  // its address identifies the thread
-}  // namespace
-
-const void* thread_token() noexcept { return &t_token; }
-
-
 // Everything an intercepted call checks first. False: refuse with *rc.
 bool enter_slow(const Call& call, int* rc) {
   register_call_counts_once();  // (a thread's first call comes here: kUnchecked)
@@ -63,7 +56,7 @@ bool enter_slow(const Call& call, int* rc) {
     in.replacement = call.api->replacement;
     report(in);
   }
-  if (r.thread_level < MPI_THREAD_SERIALIZED && r.first_thread.load(std::memory_order_relaxed) != &t_token) {
+  if (r.thread_level < MPI_THREAD_SERIALIZED && r.first_thread.load(std::memory_order_relaxed) != thread_token()) {
     // Below MPI_THREAD_SERIALIZED only the thread that initialised MPI may call it. The call is
     // erroneous, and the engine takes no lock at this level: it is refused, or for an object's
     // creation, duplication or free passed to the library without being mirrored.
@@ -79,7 +72,7 @@ bool enter_slow(const Call& call, int* rc) {
   // are deferred: it has not passed the check below yet, or a callback's frame is on top. The
   // first thread's sets are not in pending_owner, which settle() reads, at this level.)
   if (g_fast.gate_pending && g_fast.defer_sets.load(std::memory_order_relaxed) &&
-      r.first_thread.load(std::memory_order_relaxed) != &t_token)
+      r.first_thread.load(std::memory_order_relaxed) != thread_token())
     settle_elsewhere();
   // For good: the thread level and the first thread never change (see kUnchecked).
   if (t_state.ctx.cb_top == &kUnchecked) t_state.ctx.cb_top = nullptr;

@@ -13,9 +13,6 @@ namespace attrcheck::rt {
 // forward it to the library and do nothing else.
 constexpr int kPassThrough = -0x7a77;
 
-// Identifies the calling thread (the first one is "the main thread" below MPI_THREAD_SERIALIZED).
-const void* thread_token() noexcept;
-
 // Everything an intercepted call checks first. False: refuse with *rc.
 [[gnu::noinline]] bool enter_slow(const Call& call, int* rc);
 

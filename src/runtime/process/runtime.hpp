@@ -320,35 +320,8 @@ Handle c_handle(ObjectKind kind, MPI_Fint f) noexcept;  // the library's f2c (a 
 
 // Callback plumbing (callbacks.cpp; the trampolines: trampolines.cpp).
 CallbackInvoker* new_invoker();  // the engine's: runs user callbacks, or replays the library's runs
-const char* current_call_name() noexcept;  // the intercepted call on this thread, for findings
-// A call's name for findings (CbFrame::call): nullptr is the library's own (MPI_Finalize's, or "MPI").
-const char* call_name_of(const Call* call) noexcept;
 void* trampoline_copy(ObjectKind kind, Binding lang = Binding::C) noexcept;
 void* trampoline_delete(ObjectKind kind, Binding lang = Binding::C) noexcept;
-// Callbacks running on this thread: the frames from t_state.ctx.cb_top (fast_path.hpp).
-bool in_callback_for_slow(ObjectKind kind, Handle h) noexcept;
-bool in_teardown_callback_slow() noexcept;
-inline bool in_callback_for(ObjectKind kind, Handle h) noexcept {  // on this thread
-  return t_state.ctx.cb_top && in_callback_for_slow(kind, h);
-}
-inline bool in_teardown_callback() noexcept {  // a callback of MPI_Finalize's teardown
-  return t_state.ctx.cb_top && in_teardown_callback_slow();
-}
-
-// The innermost intercepted call on this thread (t_state.ctx.call), and the innermost replay collecting
-// the callbacks the library runs (t_state.ctx.replay, shadow mode): fast_path.hpp.
-
-// Marks the intercepted call in progress on this thread (callbacks name it in findings).
-class CallScope {
- public:
-  explicit CallScope(const Call& call) noexcept : outer_(t_state.ctx.call) { t_state.ctx.call = &call; }
-  ~CallScope() { t_state.ctx.call = outer_; }
-  CallScope(const CallScope&) = delete;
-  CallScope& operator=(const CallScope&) = delete;
-
- private:
-  const Call* outer_;
-};
 
 class ReplayScope {
  public:
@@ -467,14 +440,5 @@ void start_journal() noexcept;
 void print_summary() noexcept;
 
 inline Phase phase() noexcept { return static_cast<Phase>(state().phase.load(std::memory_order_acquire)); }
-
-template <typename T>
-inline T from_handle(Handle h) noexcept {
-  if constexpr (std::is_pointer_v<T>) {
-    return reinterpret_cast<T>(static_cast<std::uintptr_t>(h));
-  } else {
-    return static_cast<T>(h);
-  }
-}
 
 }  // namespace attrcheck::rt
