@@ -53,7 +53,7 @@ class OwnerWord {
   std::uintptr_t word() const noexcept { return word_.load(std::memory_order_relaxed); }
   // The version a get's cached answer is current at in shadow mode with no sets pending.
   const std::atomic<std::uint64_t>* quick() const noexcept { return quick_.load(std::memory_order_relaxed); }
-  // At load, before any wrapper runs (runtime.cpp); `counter`: Engine::version_counter().
+  // At load, before any wrapper runs (config.cpp); `counter`: Engine::version_counter().
   void set_mode(bool shadow, const std::atomic<std::uint64_t>* counter) noexcept {
     counter_ = counter;
     not_shadow_ = shadow ? 0 : 1;
@@ -97,7 +97,6 @@ struct alignas(64) FastState {
 };
 // (Hidden: read where they are, not through the GOT: one instruction fewer on every hot path.)
 [[gnu::visibility("hidden")]] extern FastState g_fast;
-[[gnu::visibility("hidden")]] extern bool g_shadow;  // set once, at load
 // The stamp query cache entries are checked against: it moves whenever a keyval or object comes
 // or goes, and when the runtime remaps a library keyval or MPI opens or closes
 // (Engine::advance_layout).

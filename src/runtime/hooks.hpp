@@ -12,6 +12,7 @@
 
 #include "attrcheck/engine.hpp"
 #include "runtime/process/call.hpp"
+#include "runtime/process/library.hpp"
 
 // The wrappers are the library's only exported symbols.
 #define ATTRCHECK_EXPORT __attribute__((visibility("default")))
@@ -40,10 +41,6 @@ enum class Op { CreateKeyval, FreeKeyval, SetAttr, GetAttr, DeleteAttr, Dup, Con
 // False when the call should go straight to PMPI (mode=off).
 [[gnu::visibility("hidden")]] extern bool g_off;  // set once, before any wrapper can run (the configuration is read at load)
 inline bool active(Op) noexcept { return !g_off; }
-
-// Open MPI's Fortran entry points (pmpi_comm_set_attr_ ...) live in libmpi_mpifh, which only
-// Fortran programs load: the Fortran wrappers look them up instead of linking. nullptr if absent.
-void* fortran_pmpi(const char* name) noexcept;
 
 int on_null_arg(const Call& call, const char* param, const FnRef<int()>& forward);
 // extra_state: the pointer (C) or the integer (Fortran); forward gets the same representation.

@@ -5,7 +5,11 @@
 // through the query's cursor (set_emulated).
 #pragma once
 
-#include "runtime/process/runtime.hpp"
+#include "runtime/callbacks/replay.hpp"
+#include "runtime/fast/quiet_replay.hpp"
+#include "runtime/fast_path.hpp"
+#include "runtime/process/state.hpp"
+#include "runtime/process/thread_state.hpp"
 
 namespace attrcheck::rt {
 
@@ -13,6 +17,17 @@ namespace attrcheck::rt {
 // Engine::set_attr_ran with the query's cursor, else through the replay. (h, key): what was set;
 // rc: what the library returned. Also the end of the full hook's set (hooks.cpp).
 int mirror_library_set(const Call& call, Handle h, int key, std::uint64_t word, int rc, ReplayScope& replay);
+
+// Shadow mode: the end of a quick set whose runs the quiet replay collected and that cannot be
+// deferred: mirrored with those runs (mirror_library_set), in a call scope of its own. (h, key,
+// word): the set; rc: what the library returned. Returns what the call returns.
+// quiet_replace_mirrored: the same for a replacing set, which armed an expected run. (Two
+// functions, not a seventh argument: on the stack, it cost the set functions a frame pointer.)
+int quiet_set_mirrored(const Api& api, const void* caller, Handle h, int key, std::uint64_t word, int rc);
+int quiet_replace_mirrored(const Api& api, const void* caller, Handle h, int key, std::uint64_t word, int rc);
+// The same for a delete that did not cancel a set (delete_not_cancelled), inside the caller's
+// call scope.
+int quiet_delete_mirrored(const Call& call, Handle h, int key, int engine_key, int rc);
 
 // defer_set's record of the set in t_state.pending (kShare: the thread level's, fast_path.hpp).
 // False: not deferred.
@@ -203,7 +218,7 @@ template <typename Forward>
 // (q.flag 0, current): a conforming library runs no callback of ours (a first set deletes
 // nothing), so, as forward_plain_set, no call scope and no rt::Call on the way to the library;
 // the callbacks it runs all the same (it held a value the model did not know of) are collected
-// by the thread's quiet replay (runtime.hpp), one store each way, instead of a ReplayScope's
+// by the thread's quiet replay (quiet_replay.hpp), one store each way, instead of a ReplayScope's
 // Replay built and taken down on the stack. Deferred if nothing ran and nothing moved (as
 // forward_plain_set); anything else is mirrored with what ran (quiet_set_mirrored), which
 // reports a delete callback the standard does not call here as a ReplayScope's replay did. (The

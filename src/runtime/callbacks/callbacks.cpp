@@ -6,9 +6,17 @@
 #include <cstring>
 
 #include "runtime/call_counts.hpp"
+#include "runtime/callbacks/invoker.hpp"
+#include "runtime/callbacks/replay.hpp"
 #include "runtime/callbacks/run.hpp"
-#include "runtime/process/runtime.hpp"
 #include "runtime/callbacks/throw_site.hpp"
+#include "runtime/mpi_profile.hpp"
+#include "runtime/process/findings.hpp"
+#include "runtime/process/keyvals.hpp"
+#include "runtime/process/library.hpp"
+#include "runtime/process/objects.hpp"
+#include "runtime/process/provenance.hpp"
+#include "runtime/process/state.hpp"
 
 namespace attrcheck::rt {
 
@@ -68,24 +76,6 @@ void report_exception(const CbFrame& frame, int engine_key) {
   where.frames = throw_site_frames(&where.depth);
   report_callback(Rule::CallbackException, frame.copy ? "copy callback" : "delete callback", frame.keyval, tail,
                   frame.fn, engine_key, where.frames ? &where : nullptr);
-}
-
-MPI_Fint fortran_handle(ObjectKind kind, Handle h) noexcept {
-  switch (kind) {
-    case ObjectKind::Comm: return PMPI_Comm_c2f(from_handle<MPI_Comm>(h));
-    case ObjectKind::Type: return PMPI_Type_c2f(from_handle<MPI_Datatype>(h));
-    case ObjectKind::Win: return PMPI_Win_c2f(from_handle<MPI_Win>(h));
-  }
-  return 0;
-}
-
-Handle c_handle(ObjectKind kind, MPI_Fint f) noexcept {
-  switch (kind) {
-    case ObjectKind::Comm: return handle(PMPI_Comm_f2c(f));
-    case ObjectKind::Type: return handle(PMPI_Type_f2c(f));
-    case ObjectKind::Win: return handle(PMPI_Win_f2c(f));
-  }
-  return 0;
 }
 
 namespace {

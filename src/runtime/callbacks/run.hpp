@@ -6,7 +6,8 @@
 #include <atomic>
 #include <utility>
 
-#include "runtime/process/runtime.hpp"
+#include "runtime/fast_path.hpp"
+#include "runtime/process/thread_state.hpp"
 #include "runtime/callbacks/throw_site.hpp"
 
 namespace attrcheck::rt {

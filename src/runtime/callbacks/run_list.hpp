@@ -1,5 +1,5 @@
 // RunList: the growing array a shadow dup or free logs the library's callback runs into
-// (runtime.hpp: RunLog). Header-only, no MPI (tests/run_list_test.cpp).
+// (replay.hpp: RunLog). Header-only, no MPI (tests/run_list_test.cpp).
 #pragma once
 
 #include <cstddef>

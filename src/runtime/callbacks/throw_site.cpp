@@ -9,8 +9,9 @@
 #include <typeinfo>
 
 #include "attrcheck/provenance.hpp"
-#include "runtime/fast_path.hpp"
-#include "runtime/process/runtime.hpp"
+#include "report/report.hpp"
+#include "runtime/process/state.hpp"
+#include "runtime/process/thread_state.hpp"
 
 namespace attrcheck::rt {
 namespace {

@@ -5,8 +5,14 @@
 #include <type_traits>
 
 #include "runtime/call_counts.hpp"
+#include "runtime/callbacks/replay.hpp"
 #include "runtime/callbacks/run.hpp"
-#include "runtime/process/runtime.hpp"
+#include "runtime/callbacks/trampolines.hpp"
+#include "runtime/mpi_profile.hpp"
+#include "runtime/process/keyvals.hpp"
+#include "runtime/process/library.hpp"
+#include "runtime/process/objects.hpp"
+#include "runtime/process/state.hpp"
 
 namespace attrcheck::rt {
 

@@ -25,7 +25,9 @@
 
 #include <algorithm>
 
-#include "runtime/process/runtime.hpp"
+#include "runtime/callbacks/replay.hpp"
+#include "runtime/process/provenance.hpp"
+#include "runtime/process/state.hpp"
 #include "runtime/set_path.hpp"
 
 namespace attrcheck::rt {

@@ -1,8 +1,8 @@
-// The quiet replay (runtime.hpp): the thread's own Replay that the C set and delete wrappers'
+// The quiet replay (quiet_replay.hpp): the thread's own Replay that the C set and delete wrappers'
 // quick ways of a keyval with a user delete function install while the library runs the call
 // (set_path.hpp), and what happens when the library ran something else than the model requires.
-#include "runtime/hooks.hpp"
-#include "runtime/process/runtime.hpp"
+#include "runtime/fast/quiet_replay.hpp"
+
 #include "runtime/set_path.hpp"
 
 namespace attrcheck::rt {
@@ -23,7 +23,7 @@ void install_quiet_replay() noexcept {
 
 void take_quiet(ReplayScope& scope, ObjectKind kind, bool expected) noexcept {
   Replay& to = scope.replay();
-  // The expected run, if the call armed one and the trampoline marked it (fast_path.hpp:
+  // The expected run, if the call armed one and the trampoline marked it (thread_state.hpp:
   // ExpectedRun), is a run like the others; disarmed either way. (A call that armed none, a
   // first set, finds the mark of an earlier call's run: not its own.)
   ExpectedRun& e = t_state.ctx.expected;

@@ -234,23 +234,6 @@ int reentrant(const Call& call, ObjectKind kind, Handle h) {
   return fail(call, kind, h, MPI_ERR_OTHER);
 }
 
-void result_divergence(const Call& call, int library_rc, Result model, int user_key) {
-  char d[200];
-  Appender a{d, sizeof d};
-  if (library_rc == MPI_SUCCESS) {
-    a.put("succeeded where the standard's model fails (");
-    a.put(to_string(model.status));
-    a.put(")");
-  } else {
-    a.put("failed with error ");
-    a.num(library_rc);
-    a.put(" where the standard's model succeeds");
-  }
-  const bool callback = model.status == Status::CallbackFailed || model.status == Status::CallbackThrew;
-  divergence(call, d, true, user_key,
-             library_rc == MPI_SUCCESS && callback ? DivergenceSite::ResultDiffers : DivergenceSite::Unclassified);
-}
-
 int on_null_arg(const Call& call, const char* param, const FnRef<int()>& forward) {
   CallScope scope(call);
   int rc;

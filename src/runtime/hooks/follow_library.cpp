@@ -4,7 +4,7 @@
 // library's answer and the model's are alike though their words differ.
 #include <cstring>
 
-#include "runtime/process/runtime.hpp"
+#include "runtime/hooks/hook_common.hpp"
 
 namespace attrcheck::rt {
 

@@ -2,7 +2,16 @@
 #pragma once
 
 #include "runtime/fast/query_cache.hpp"
-#include "runtime/process/runtime.hpp"
+#include "runtime/callbacks/replay.hpp"
+#include "runtime/fast_path.hpp"
+#include "runtime/process/errors.hpp"
+#include "runtime/process/findings.hpp"
+#include "runtime/process/keyvals.hpp"
+#include "runtime/process/library.hpp"
+#include "runtime/process/objects.hpp"
+#include "runtime/process/provenance.hpp"
+#include "runtime/process/state.hpp"
+#include "runtime/process/thread_state.hpp"
 #include "runtime/set_path.hpp"
 
 namespace attrcheck::rt {
@@ -75,7 +84,13 @@ bool refused_unknown(const Call& call, ObjectKind kind, Handle h, int rc, Replay
 int refuse(const Call& call, Result res, ObjectKind kind, Handle h, int user_key, int engine_key);
 // callback.reentrant: a call on the object a callback is running for.
 int reentrant(const Call& call, ObjectKind kind, Handle h);
-// impl.divergence: the library's result differs from the model's.
-void result_divergence(const Call& call, int library_rc, Result model, int user_key);
+
+// Shadow mode, where the model follows the library (follow_library.cpp).
+// Shadow mode, after a free the library and the model both failed: attributes the library
+// dropped all the same are dropped from the model (and reported).
+void follow_failed_free(const Call& call, ObjectKind kind, Handle h);
+// A C get the library answered with a pointer: whether the attribute was set from Fortran and the
+// library's pointer points at its value (both sides return their own copy's address).
+bool same_fortran_value(ObjectKind kind, Handle h, int engine_key, const void* value_out) noexcept;
 
 }  // namespace attrcheck::rt

@@ -4,6 +4,7 @@
 // hooks are in hook_common.hpp.
 #include <utility>
 
+#include "runtime/callbacks/trampolines.hpp"
 #include "runtime/hooks/hook_common.hpp"
 #include "runtime/mpi_profile.hpp"
 

@@ -1,12 +1,58 @@
 // The lifecycle hooks: MPI_Init, MPI_Finalize (the leak findings, the report) and MPI_Abort.
+#include <cstdio>
+#include <cstring>
 #include <mutex>
 
 #include "report/symbolize.hpp"
 #include "runtime/hooks/hook_common.hpp"
+#include "runtime/process/rank_report.hpp"
 
 namespace attrcheck::rt {
 
 namespace {
+// MPI runs at thread level `provided`: the runtime's state for it, the predefined objects and
+// keyvals registered, the report named by rank, the fast paths opened.
+void started(int provided) {
+  Runtime& r = state();
+  r.thread_level = provided;
+  // While one thread at a time calls, its sets may wait for the engine (fast_path.hpp); from
+  // SERIALIZED whichever thread calls next applies them; at MULTIPLE a second thread calling ends
+  // deferral (pending.cpp).
+  // (Emulate mode defers the sets that run no callback the same way: set_path.hpp.)
+  const bool defer = r.mode == Mode::Shadow || r.mode == Mode::Emulate;
+  g_fast.share_pending = defer && provided >= MPI_THREAD_SERIALIZED;
+  g_fast.gate_pending = defer && provided >= MPI_THREAD_MULTIPLE;
+  // (At MULTIPLE this thread, the one that started MPI, owns the pending sets while it is the
+  // only one calling: pending.cpp.)
+  const bool deferring = defer && (!g_fast.gate_pending || hold_pending_owner());
+  g_fast.defer_sets.store(deferring ? (g_shadow ? kDeferShadow : kDeferEmulate) : 0, std::memory_order_relaxed);
+  r.world = handle(MPI_COMM_WORLD);
+  r.self = handle(MPI_COMM_SELF);
+  PMPI_Comm_rank(MPI_COMM_WORLD, &r.run.rank);
+  PMPI_Comm_size(MPI_COMM_WORLD, &r.run.size);
+  static const char* const levels[] = {"MPI_THREAD_SINGLE", "MPI_THREAD_FUNNELED", "MPI_THREAD_SERIALIZED",
+                                       "MPI_THREAD_MULTIPLE"};
+  std::snprintf(r.run.thread_level, sizeof r.run.thread_level, "%s",
+                provided >= MPI_THREAD_SINGLE && provided <= MPI_THREAD_MULTIPLE ? levels[provided] : "?");
+  char version[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  if (PMPI_Get_library_version(version, &len) == MPI_SUCCESS) {
+    version[sizeof version - 1] = '\0';
+    if (char* nl = std::strchr(version, '\n')) *nl = '\0';
+    if (char* comma = std::strchr(version, ',')) *comma = '\0';
+    std::snprintf(r.run.mpi_library, sizeof r.run.mpi_library, "%.*s", static_cast<int>(sizeof r.run.mpi_library - 1), version);  // first line, clipped
+    check_library(version);
+  }
+  r.engine->create_object(ObjectKind::Comm, r.world, kObjectPredefined | kObjectWorld);
+  r.engine->create_object(ObjectKind::Comm, r.self, kObjectPredefined | kObjectSelf);
+  register_predefined_keys(*r.engine);
+  report_as_rank();
+  r.phase.store(static_cast<int>(Phase::Running), std::memory_order_release);
+  r.engine->advance_layout();
+  g_fast.open.store(true, std::memory_order_release);
+  install_exit_paths();
+}
+
 // MPI is running, at thread level `provided`, and the calling thread is "the main thread".
 void begin(int provided) {
   Runtime& r = state();

@@ -125,7 +125,7 @@ void register_new(ObjectKind kind, Handle h, Origin origin) {
   if (s == Status::CapacityExhausted) object_limit();
 }
 
-// The thread's RunLog (runtime.hpp), claimed by a dup or free for the callbacks the library runs
+// The thread's RunLog (replay.hpp), claimed by a dup or free for the callbacks the library runs
 // for its object; released (and emptied) when the hook returns. Busy (a dup or free inside a
 // callback of another): this one collects Observations only.
 thread_local RunLog t_run_log;
@@ -413,6 +413,12 @@ int on_free(const Call& call, Handle h, const FnRef<int()>& forward) {
     follow_failed_free(call, kind, h);
   }
   return rc;
+}
+
+int contents_datatypes(MPI_Datatype type, int max) noexcept {
+  int ni = 0, na = 0, nd = 0, combiner = 0;
+  if (PMPI_Type_get_envelope(type, &ni, &na, &nd, &combiner) != MPI_SUCCESS) return 0;
+  return nd < max ? nd : max;
 }
 
 }  // namespace attrcheck::rt

@@ -8,7 +8,7 @@
 
 
 #include "attrcheck/spin_lock.hpp"
-#include "runtime/process/runtime.hpp"
+#include "runtime/process/keyvals.hpp"
 
 namespace attrcheck::rt {
 

@@ -9,13 +9,16 @@
 // returns a handle the user may free is intercepted (tests/test_handle_functions.py checks the
 // library's headers against wrappers/mpi.json), and a handle a copy or delete callback is running
 // for is live whatever the tool saw before.
-#include <string>
+#include "runtime/process/objects.hpp"
 
-#include "runtime/hooks.hpp"
-#include "runtime/process/runtime.hpp"
+#include <mutex>
+#include <string>
+#include <unordered_set>
+
+#include "runtime/process/findings.hpp"
+#include "runtime/process/library.hpp"
 
 namespace attrcheck::rt {
-
 
 void note_limit(const char* what, const char* detail) {
   Runtime& r = state();
@@ -52,60 +55,6 @@ bool unchecked_slow(ObjectKind kind, const Handle* h, const int* key) {
     if (r.unchecked_keys.count(*key)) return true;
   }
   return h && r.objects_full.load(std::memory_order_relaxed) && !live_object(kind, *h);
-}
-
-namespace {
-// MPICH: whether the library takes `h` as a live communicator or window, asked with a query that
-// changes nothing, under MPI_ERRORS_RETURN (an invalid handle is reported through
-// MPI_COMM_WORLD's error handler, which is fatal by default: it is swapped for the query and
-// put back, which only a program whose threads all call MPI could see).
-bool library_validates(ObjectKind kind, Handle h) noexcept {
-  MPI_Errhandler saved = MPI_ERRHANDLER_NULL;
-  if (PMPI_Comm_get_errhandler(MPI_COMM_WORLD, &saved) != MPI_SUCCESS) return false;
-  PMPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  int rc = MPI_ERR_OTHER;
-  if (kind == ObjectKind::Comm) {
-    int flag = 0;
-    rc = PMPI_Comm_test_inter(from_handle<MPI_Comm>(h), &flag);
-  } else if (kind == ObjectKind::Win) {
-    char name[MPI_MAX_OBJECT_NAME];
-    int length = 0;
-    rc = PMPI_Win_get_name(from_handle<MPI_Win>(h), name, &length);
-  }
-  PMPI_Comm_set_errhandler(MPI_COMM_WORLD, saved);
-  PMPI_Errhandler_free(&saved);
-  return rc == MPI_SUCCESS;
-}
-}  // namespace
-
-bool library_has_live(ObjectKind kind, Handle h) noexcept {
-  if (phase() != Phase::Running) return false;
-  if constexpr (!std::is_integral_v<MPI_Comm>) {
-    // Open MPI: C handles are the objects' addresses, and the library does not check that one
-    // names a live object (it reads the freed memory: a second MPI_Comm_free of a handle returns
-    // MPI_SUCCESS), so the handle is never handed to it. Its communicator and window tables (the
-    // Fortran handles) map exactly the live objects (a freed object's slot is emptied), and f2c
-    // reads only the table: the handle is live if some slot holds it. A new object takes the
-    // lowest free slot, so the live ones lie below the last slot in use: the walk ends after
-    // 4,096 empty slots in a row. A datatype enters its table only when MPI_Type_c2f is first
-    // called on it (which reads the object): a datatype cannot be asked about.
-    if (kind == ObjectKind::Type) return false;
-    constexpr MPI_Fint kEmptyRun = 4096, kMax = 1 << 24;
-    const Handle null = kind == ObjectKind::Comm ? handle(MPI_COMM_NULL) : handle(MPI_WIN_NULL);
-    for (MPI_Fint f = 0, last = -1; f < kMax && f - last <= kEmptyRun; ++f) {
-      const Handle got = c_handle(kind, f);
-      if (got == h) return true;
-      if (got != 0 && got != null) last = f;
-    }
-    return false;
-  } else {
-    // MPICH: handles are integers the library validates, but a freed datatype's is taken as valid
-    // (MPI_Type_get_name and MPI_Type_size succeed, MPI_Type_get_envelope crashes): only
-    // communicators and windows can be asked about, and only where no other thread may be
-    // calling MPI while MPI_COMM_WORLD's error handler is swapped.
-    if (kind == ObjectKind::Type || state().thread_level >= MPI_THREAD_MULTIPLE) return false;
-    return library_validates(kind, h);
-  }
 }
 
 bool adopt(ObjectKind kind, Handle h, bool library_vouches) {
@@ -191,12 +140,6 @@ void forget_references(ObjectKind kind, Handle h) {
   if (it == refs.end()) return;
   r.reference_count.fetch_sub(it->second, std::memory_order_relaxed);
   refs.erase(it);
-}
-
-int contents_datatypes(MPI_Datatype type, int max) noexcept {
-  int ni = 0, na = 0, nd = 0, combiner = 0;
-  if (PMPI_Type_get_envelope(type, &ni, &na, &nd, &combiner) != MPI_SUCCESS) return 0;
-  return nd < max ? nd : max;
 }
 
 }  // namespace attrcheck::rt

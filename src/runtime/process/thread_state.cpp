@@ -2,7 +2,7 @@
 // callback frames walked, and the thread's identity.
 #include "runtime/process/thread_state.hpp"
 
-#include "runtime/process/runtime.hpp"
+#include "runtime/process/state.hpp"
 
 namespace attrcheck::rt {
 

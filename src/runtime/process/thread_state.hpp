@@ -35,7 +35,7 @@ struct CbFrame {
 };
 extern CbFrame kUnchecked;
 struct Replay;
-// The object adopt() last registered on this thread (runtime.hpp): a hook that adopted its object
+// The object adopt() last registered on this thread (objects.hpp): a hook that adopted its object
 // does not know it was live, so the library's refusal of it is no divergence. Hooks clear it first.
 struct Adopted {
   Handle h;
@@ -64,10 +64,10 @@ struct ExpectedRun {
 struct ThreadContext {
   const Call* call;    // the innermost intercepted call (CallScope, below)
   CbFrame* cb_top;     // the innermost callback frame (above), or nullptr / kUnchecked
-  Replay* replay;      // the innermost replay collecting the library's runs (runtime.hpp: ReplayScope)
+  Replay* replay;      // the innermost replay collecting the library's runs (replay.hpp: ReplayScope)
   int throw_depth;     // the last throw's recorded stack depth since a callback began (throw_site.hpp)
   Adopted adopted;     // (above; the cancelled delete clears it on its way to the library)
-  Replay* quiet;       // the thread's quiet replay (runtime.hpp), or nullptr: none yet
+  Replay* quiet;       // the thread's quiet replay (quiet_replay.hpp), or nullptr: none yet
   ExpectedRun expected;  // (above)
 };
 // The calls this thread's wrappers received and the callbacks it ran, by family and binding
