@@ -149,10 +149,6 @@ template <typename Finish>
   unlock_gate(found);
   return done;
 }
-// A C delete callback run as the engine's invoker runs it (callbacks.cpp): its frame, an
-// exception caught, an error reported. Returns what it returned (MPI_ERR_OTHER if it threw).
-int run_c_delete(ObjectKind kind, void* fn, Handle object, int key, std::uint64_t value, std::uint64_t extra);
-
 // Emulate mode: a set of a query this thread already checked (checked_set): deferred if it may
 // be, else set_emulated_undeferred, made through the query's cursor (hooks.cpp). `forward`: the
 // library's set, for the full hook (on_set_attr) when the cursor no longer serves.

@@ -165,4 +165,9 @@ class ReplayScope {
   Replay replay_;
 };
 
+// The engine's copy and delete callbacks in shadow mode, answered from the runs `r` collected
+// (replay.cpp): a run the standard requires and the library did not make is a divergence.
+int replay_copy(Replay& r, const CopyCall& c, std::uint64_t* out, int* flag);
+int replay_delete(Replay& r, const DeleteCall& c);
+
 }  // namespace attrcheck::rt

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/call_counts.hpp"
+#include "runtime/callbacks/run.hpp"
 #include "runtime/hooks/hook_common.hpp"
 #include "runtime/mpi_profile.hpp"
 
