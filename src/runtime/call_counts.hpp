@@ -13,7 +13,7 @@
 #include <cstdint>
 
 #include "report/report.hpp"
-#include "runtime/fast_path.hpp"
+#include "runtime/process/thread_state.hpp"
 #include "runtime/mpi_profile.hpp"
 
 namespace attrcheck::rt {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "runtime/callbacks/replay.hpp"
+#include "runtime/fast/pending.hpp"
 #include "runtime/fast/quiet_replay.hpp"
 #include "runtime/fast_path.hpp"
 #include "runtime/process/state.hpp"
@@ -28,36 +29,6 @@ int quiet_replace_mirrored(const Api& api, const void* caller, Handle h, int key
 // The same for a delete that did not cancel a set (delete_not_cancelled), inside the caller's
 // call scope.
 int quiet_delete_mirrored(const Call& call, Handle h, int key, int engine_key, int rc);
-
-// defer_set's record of the set in t_state.pending (kShare: the thread level's, fast_path.hpp).
-// False: not deferred.
-template <Sharing kShare>
-[[gnu::always_inline]] inline bool record_pending(QueryCache::Entry& q, std::uint64_t word, const void* site,
-                                                  bool replaces) noexcept {
-  OwnerGate<kShare> gate;
-  if (!gate.open()) return false;
-  PendingSets& p = t_state.pending;
-  if (const std::uint8_t pending = q.pending) {
-    PendingSet& ps = p.sets[pending - 1];
-    ps.stamp = ++p.clock;
-    ps.site = site;
-  } else {
-    if (p.count == PendingSets::kMax || (p.count == 0 && !claim_pending<kShare>())) return false;
-    p.sets[p.count] = PendingSet{&q, q.word, ++p.clock, site, replaces, q.flag == 0};
-    q.pending = static_cast<std::uint8_t>(++p.count);
-    QueryCache::drop_other_answers(q);
-  }
-  q.word = word;
-  q.flag = 1;
-  return true;
-}
-// record_pending at the thread level's Sharing (one test below MPI_THREAD_SERIALIZED, two from it).
-[[gnu::always_inline]] inline bool record_pending_here(QueryCache::Entry& q, std::uint64_t word, const void* site,
-                                                       bool replaces) noexcept {
-  if (!g_fast.share_pending) return record_pending<Sharing::kOwn>(q, word, site, replaces);
-  if (g_fast.gate_pending) return record_pending<Sharing::kGated>(q, word, site, replaces);
-  return record_pending<Sharing::kSerialized>(q, word, site, replaces);
-}
 
 // Defers a set the library made with rc MPI_SUCCESS if it ran exactly the callbacks the model
 // requires: the old value's delete callback, with that value, successfully (flag: a value was
@@ -113,42 +84,6 @@ inline bool callbacks_from_cache(const Call& call) noexcept {
   return g_fast.defer_sets.load(std::memory_order_relaxed) && call.api->binding == Binding::C;
 }
 
-// MPI_THREAD_MULTIPLE, emulate mode: the change of an object whose delete callback the cache runs
-// itself (hooks.cpp, change_from_cache), on the thread that owns the deferred sets. A second
-// thread may make its first call while the callback runs: it ends deferral and applies the
-// owner's sets to the engine (settle_elsewhere), the attribute the callback runs for included,
-// and the owner then makes its change through the engine without running the callback again
-// (change_after_callback). Meanwhile no other thread may change that object (say, delete the
-// attribute and run the callback on its value a second time, a thing no order of the two calls
-// does): the change is announced under the gate before the callback runs, and the thread that
-// ends deferral holds the object for the owner in the engine (Engine::hold_object: other threads'
-// changes of it wait as for callbacks the engine runs; the owner's change takes the hold over).
-// Calls on other objects never wait for the owner's callback, which may itself wait for them.
-// g_cache_change is read and written under g_pending_gate; holder nullptr: none announced.
-struct CacheChange {
-  const void* holder = nullptr;  // the owner's Engine::thread_token()
-  Handle object = 0;
-  ObjectKind kind = ObjectKind::Comm;
-};
-extern CacheChange g_cache_change;
-// Announces the owner's change of (kind, h). False (nothing announced): deferral has ended, the
-// engine's path makes the change.
-bool announce_cache_change(ObjectKind kind, Handle h) noexcept;
-// The announced change made: its end announced, and if deferral ended meanwhile, the object's
-// hold released (unless the change through the engine took it over).
-void end_cache_change(ObjectKind kind, Handle h) noexcept;
-// The cache's own end of the announced change (`finish`: it defers the replacing set, or cancels
-// the pending pair; at Sharing::kOwn: the gate is held here) with the end of the announcement,
-// under one hold of the gate. False, nothing done: deferral ended, or `finish` failed (then the
-// change is made through the engine, and end_cache_change follows).
-template <typename Finish>
-[[gnu::always_inline]] inline bool finish_cache_change(Finish& finish) noexcept {
-  const std::uint8_t found = lock_gate();
-  const bool done = found == kGateOpen && finish(std::integral_constant<Sharing, Sharing::kOwn>{});
-  if (done) g_cache_change.holder = nullptr;
-  unlock_gate(found);
-  return done;
-}
 // Emulate mode: a set of a query this thread already checked (checked_set): deferred if it may
 // be, else set_emulated_undeferred, made through the query's cursor (hooks.cpp). `forward`: the
 // library's set, for the full hook (on_set_attr) when the cursor no longer serves.
@@ -234,20 +169,6 @@ template <typename Forward>
       record_pending_here(q, word, caller, false))
     return rc;
   return quiet_set_mirrored(api, caller, h, QueryCache::key_of(query), word, rc);
-}
-
-// The delete callback run the model requires of the attribute (h, engine_key) holding `value`,
-// expected of the library while the quiet replay collects (fast_path.hpp: ExpectedRun).
-[[gnu::always_inline]] inline void expect_run(Handle h, int engine_key, std::uint64_t value) noexcept {
-  ExpectedRun& e = t_state.ctx.expected;
-  e.object = h;
-  e.value = value;
-  e.engine_id = engine_key;
-  e.state = kExpectArmed;
-}
-// Whether the library made that run and nothing else (the quiet replay logged nothing).
-[[gnu::always_inline]] inline bool ran_only_expected(const Replay& quiet) noexcept {
-  return t_state.ctx.expected.state == kExpectRan && quiet.seen.size() == 0;
 }
 
 // set_deferred's shadow set replacing a value whose keyval has a user delete function: the
@@ -346,32 +267,6 @@ inline QueryCache::Entry* checked_delete(const Api& api, Handle h, int key) noex
 // False, with nothing done, if the call is not such a delete: then the full hook decides. True:
 // *rc is what the call returns.
 bool delete_emulated(const Call& call, QueryCache::Entry& q, Handle h, int key, int* rc);
-
-// Drops q's pending set (record `pending` - 1), which a delete cancelled: the engine's answer is
-// q's again (absent). False, with nothing done, if (MPI_THREAD_MULTIPLE) another thread applied
-// it meanwhile. kShare: the thread level's (the gate, pending_owner; fast_path.hpp).
-template <Sharing kShare>
-[[gnu::always_inline]] inline bool cancel_pending(QueryCache::Entry& q, std::uint8_t pending) noexcept {
-  OwnerGate<kShare> gate;
-  if (!gate.open()) return false;
-  PendingSets& p = t_state.pending;
-  const int i = pending - 1;
-  if (i != p.count - 1) {
-    p.sets[i] = p.sets[p.count - 1];
-    p.sets[i].entry->pending = static_cast<std::uint8_t>(i + 1);
-  }
-  if (--p.count == 0 && kShare == Sharing::kSerialized) release_pending();
-  q.pending = 0;
-  q.word = 0;
-  q.flag = 0;  // at the version the caller read: the engine's answer
-  return true;
-}
-// cancel_pending at the thread level's Sharing (as record_pending_here).
-[[gnu::always_inline]] inline bool cancel_pending_here(QueryCache::Entry& q, std::uint8_t pending) noexcept {
-  if (!g_fast.share_pending) return cancel_pending<Sharing::kOwn>(q, pending);
-  if (g_fast.gate_pending) return cancel_pending<Sharing::kGated>(q, pending);
-  return cancel_pending<Sharing::kSerialized>(q, pending);
-}
 
 // The end of a delete the library made that did not cancel a set (hooks.cpp): the sets pending
 // are applied, then the delete is mirrored the usual way. Returns what the call returns.

@@ -13,7 +13,7 @@
 #include "report/report.hpp"
 #include "runtime/call_counts.hpp"
 #include "runtime/callbacks/throw_site.hpp"
-#include "runtime/fast_path.hpp"
+#include "runtime/fast/fast_state.hpp"
 #include "runtime/process/call.hpp"
 #include "runtime/process/thread_state.hpp"
 

@@ -8,6 +8,7 @@
 #include "runtime/callbacks/replay.hpp"
 #include "runtime/callbacks/run.hpp"
 #include "runtime/callbacks/trampolines.hpp"
+#include "runtime/fast/fast_state.hpp"
 #include "runtime/mpi_profile.hpp"
 #include "runtime/process/keyvals.hpp"
 #include "runtime/process/library.hpp"

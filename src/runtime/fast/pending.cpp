@@ -20,6 +20,8 @@
 // The one thing the program does not order is a thread's exit: a thread that exits with sets
 // pending copies them, with their cache entries, into storage that outlives it (under the gate,
 // which the applying side takes too), so pending_owner never points into a dead thread's storage.
+#include "runtime/fast/pending.hpp"
+
 #include <pthread.h>
 #include <sched.h>
 
@@ -28,7 +30,6 @@
 #include "runtime/callbacks/replay.hpp"
 #include "runtime/process/provenance.hpp"
 #include "runtime/process/state.hpp"
-#include "runtime/set_path.hpp"
 
 namespace attrcheck::rt {
 

@@ -26,4 +26,18 @@ void install_quiet_replay() noexcept;
 // Disarms the expectation.
 void take_quiet(ReplayScope& scope, ObjectKind kind, bool expected) noexcept;
 
+// The delete callback run the model requires of the attribute (h, engine_key) holding `value`,
+// expected of the library while the quiet replay collects (thread_state.hpp: ExpectedRun).
+[[gnu::always_inline]] inline void expect_run(Handle h, int engine_key, std::uint64_t value) noexcept {
+  ExpectedRun& e = t_state.ctx.expected;
+  e.object = h;
+  e.value = value;
+  e.engine_id = engine_key;
+  e.state = kExpectArmed;
+}
+// Whether the library made that run and nothing else (the quiet replay logged nothing).
+[[gnu::always_inline]] inline bool ran_only_expected(const Replay& quiet) noexcept {
+  return t_state.ctx.expected.state == kExpectRan && quiet.seen.size() == 0;
+}
+
 }  // namespace attrcheck::rt

@@ -11,7 +11,7 @@
 
 #include "runtime/call_counts.hpp"
 #include "runtime/callbacks/invoker.hpp"
-#include "runtime/fast_path.hpp"
+#include "runtime/fast/fast_state.hpp"
 #include "runtime/hooks.hpp"
 
 namespace attrcheck::rt {
