@@ -1,7 +1,9 @@
 // The get wrappers' inline first resort: a query this thread already checked, answered from the
-// per-thread query cache (runtime/query_cache.hpp) while the engine has not changed. Everything
-// else (the first call of a query, any refusal, predefined keys, truncation, a changed keyval or
-// object, callbacks running, finalize) takes the full hook in hooks.cpp.
+// per-thread query cache (fast/query_cache.hpp) while the engine has not changed. Everything else
+// (the first call of a query, any refusal, predefined keys, truncation, a changed keyval or
+// object, callbacks running, finalize) takes the full hook (hooks/get_hook.cpp). Part of the
+// runtime's face to the generated wrappers (with hooks.hpp, set_path.hpp and call_counts.hpp):
+// they include it by this path.
 //
 // A hit is the same decision the full hook would make: the entry's stamps prove that nothing its
 // checks depend on has changed. In shadow mode the call still goes to the library and the answer

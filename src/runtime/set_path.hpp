@@ -1,8 +1,10 @@
 // The quick way of a set of a query this thread already checked (checked_set in fast_path.hpp),
-// inline in the generated set wrappers. Shadow mode: the call goes to the library, and a set
-// that did exactly what the model requires is deferred (fast_path.hpp, "Deferred sets");
-// everything else is decided by mirror_library_set (hooks.cpp). Emulate mode: the engine sets it
-// through the query's cursor (set_emulated).
+// inline in the generated set wrappers, and the quick ways of a delete. Part of the runtime's face
+// to the generated wrappers (with hooks.hpp, fast_path.hpp and call_counts.hpp): they include it
+// by this path. Shadow mode: the call goes to the library, and a set that did exactly what the
+// model requires is deferred (fast/pending_sets.hpp, "Deferred sets"); everything else is
+// decided by mirror_library_set (hooks/set_hook.cpp). Emulate mode: the engine sets it through
+// the query's cursor (set_emulated).
 #pragma once
 
 #include "runtime/callbacks/replay.hpp"
@@ -16,7 +18,7 @@ namespace attrcheck::rt {
 
 // Shadow mode: mirrors now a set the library made (and that was not deferred): through
 // Engine::set_attr_ran with the query's cursor, else through the replay. (h, key): what was set;
-// rc: what the library returned. Also the end of the full hook's set (hooks.cpp).
+// rc: what the library returned. Also the end of the full hook's set (set_hook.cpp).
 int mirror_library_set(const Call& call, Handle h, int key, std::uint64_t word, int rc, ReplayScope& replay);
 
 // Shadow mode: the end of a quick set whose runs the quiet replay collected and that cannot be
@@ -77,15 +79,8 @@ int quiet_delete_mirrored(const Call& call, Handle h, int key, int engine_key, i
   return record_pending_here(q, word, call.caller, false);
 }
 
-// Emulate mode: whether the cache may run a user delete callback itself (set_emulated,
-// delete_emulated), without the engine: while sets are deferred, in the C binding. (At
-// MPI_THREAD_MULTIPLE the change is announced first: CacheChange, below.)
-inline bool callbacks_from_cache(const Call& call) noexcept {
-  return g_fast.defer_sets.load(std::memory_order_relaxed) && call.api->binding == Binding::C;
-}
-
 // Emulate mode: a set of a query this thread already checked (checked_set): deferred if it may
-// be, else set_emulated_undeferred, made through the query's cursor (hooks.cpp). `forward`: the
+// be, else set_emulated_undeferred, made through the query's cursor (set_hook.cpp). `forward`: the
 // library's set, for the full hook (on_set_attr) when the cursor no longer serves.
 int set_emulated_undeferred(const Call& call, QueryCache::Entry& q, Handle h, int key, std::uint64_t word,
                             const FnRef<int()>& forward);
@@ -263,13 +258,13 @@ inline QueryCache::Entry* checked_delete(const Api& api, Handle h, int key) noex
 }
 
 // The quick ways of a delete of checked_delete's entry `q` for (h, key): shadow mode, the delete
-// that cancels a deferred set (below); emulate mode, through the query's cursor (hooks.cpp).
+// that cancels a deferred set (below); emulate mode, through the query's cursor (delete_hook.cpp).
 // False, with nothing done, if the call is not such a delete: then the full hook decides. True:
 // *rc is what the call returns.
 bool delete_emulated(const Call& call, QueryCache::Entry& q, Handle h, int key, int* rc);
 
-// The end of a delete the library made that did not cancel a set (hooks.cpp): the sets pending
-// are applied, then the delete is mirrored the usual way. Returns what the call returns.
+// The end of a delete the library made that did not cancel a set (delete_hook.cpp): the sets
+// pending are applied, then the delete is mirrored the usual way. Returns what the call returns.
 int delete_not_cancelled(const Call& call, Handle h, int key, int engine_key, int rc, ReplayScope& replay);
 
 // Shadow mode, the delete of an attribute whose set this thread deferred (fast_path.hpp,

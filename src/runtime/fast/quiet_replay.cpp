@@ -3,8 +3,6 @@
 // (set_path.hpp), and what happens when the library ran something else than the model requires.
 #include "runtime/fast/quiet_replay.hpp"
 
-#include "runtime/set_path.hpp"
-
 namespace attrcheck::rt {
 
 namespace {
@@ -34,30 +32,6 @@ void take_quiet(ReplayScope& scope, ObjectKind kind, bool expected) noexcept {
   if (!quiet) return;
   for (const Observation& o : quiet->seen) to.seen.push_back(o);
   quiet->seen.clear();
-}
-
-namespace {
-int set_mirrored(const Api& api, const void* caller, Handle h, int key, std::uint64_t word, int rc, bool expected) {
-  const Call call{&api, caller};
-  CallScope scope(call);
-  ReplayScope replay(call, false);
-  take_quiet(replay, call.api->kind, expected);
-  return mirror_library_set(call, h, key, word, rc, replay);
-}
-}  // namespace
-
-int quiet_set_mirrored(const Api& api, const void* caller, Handle h, int key, std::uint64_t word, int rc) {
-  return set_mirrored(api, caller, h, key, word, rc, false);
-}
-
-int quiet_replace_mirrored(const Api& api, const void* caller, Handle h, int key, std::uint64_t word, int rc) {
-  return set_mirrored(api, caller, h, key, word, rc, true);
-}
-
-int quiet_delete_mirrored(const Call& call, Handle h, int key, int engine_key, int rc) {
-  ReplayScope replay(call, false);
-  take_quiet(replay, call.api->kind, true);
-  return delete_not_cancelled(call, h, key, engine_key, rc, replay);
 }
 
 }  // namespace attrcheck::rt
