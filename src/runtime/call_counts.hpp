@@ -6,7 +6,8 @@
 // a store on the thread's TLS block, no test, no locked instruction). A thread's block is
 // registered on its first call through a full hook (enter_slow: every thread's first call takes
 // it), and folded into a process-wide total when the thread ends; the report (a fatal-signal
-// handler's too) sums the total and the registered blocks without a lock.
+// handler's too) sums the total and the registered blocks without a lock (the registry:
+// process/call_counts.cpp). Part of the runtime's face to the generated wrappers (hooks.hpp).
 #pragma once
 
 #include <atomic>

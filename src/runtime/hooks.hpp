@@ -1,6 +1,8 @@
 // What the generated wrappers (gen/gen_wrappers.py) call: one hook per op. Each hook runs the
 // checks, mirrors or serves the call with the engine according to the mode, and forwards to
-// PMPI through the lambdas the wrapper passes.
+// PMPI through the lambdas the wrapper passes; the hooks are in hooks/, one file per op family.
+// This header, fast_path.hpp, set_path.hpp and call_counts.hpp are the runtime's face to the
+// generated wrappers, which include them by these paths: they stay at the top of src/runtime.
 #pragma once
 
 #include <mpi.h>

@@ -62,7 +62,7 @@ int quiet_delete_mirrored(const Call& call, Handle h, int key, int engine_key, i
 // of an attribute, or a replace whose keyval has no user delete function) is checked by the
 // query's cache entry alone (checked_set: valid at the current layout, no callback of ours
 // running, MPI running) and its application to the engine waits, as a shadow set's does
-// (fast_path.hpp, "Deferred sets": the entry holds the answer, every hook's enter() applies the
+// (pending_sets.hpp, "Deferred sets": the entry holds the answer, every hook's enter() applies the
 // pending sets first, and so do the emulate quick ways before they touch the engine). A delete of
 // a set that made the attribute then cancels the pair in the cache (delete_emulated). Only where
 // the answer (what the set replaces) is known, and in the C binding, as in shadow mode. An answer
@@ -113,14 +113,14 @@ template <typename Forward>
   return mirror_library_set(call, h, key, word, rc, replay);
 }
 
-// set_deferred's shadow set of a keyval without a user delete function (q.user_delete false):
-// the library's set can run no callback of ours (it runs the old value's delete function only,
-// which for this keyval is the library's own or none: keyval_hooks.cpp gives the library a trampoline
-// only for a user function), so there is nothing to collect and nothing a callback could name:
-// no call scope, no replay scope, no rt::Call, on the way to the library and back. (A get, which
-// runs no callback either, has never had them.) Deferred as defer_set defers it (nothing ran);
-// otherwise mirrored with an empty replay, which is what one would have collected. (~20
-// instructions a set: the scopes' stores and restores and the registers they kept.)
+// set_deferred's shadow set of a keyval without a user delete function (q.user_delete false): the
+// library's set can run no callback of ours (it runs the old value's delete function only, which
+// for this keyval is the library's own or none: keyval_hooks.cpp gives the library a trampoline
+// only for a user function), so there is nothing to collect and nothing a callback could name: no
+// call scope, no replay scope, no rt::Call, on the way to the library and back. (A get, which runs
+// no callback either, has never had them.) Deferred as defer_set defers it (nothing ran); otherwise
+// mirrored with an empty replay, which is what one would have collected. (The scopes' stores and
+// restores, and the registers they kept, were a sizeable part of a set.)
 template <typename Forward>
 [[gnu::always_inline]] inline int forward_plain_set(const Api& api, const void* caller, QueryCache::Entry& q, Handle h,
                                                     std::uint64_t query, std::uint64_t word, Forward& forward) {
@@ -150,8 +150,7 @@ template <typename Forward>
 // reports a delete callback the standard does not call here as a ReplayScope's replay did. (The
 // one thing such an unexpected callback's run lacks is the call scope while it runs: a finding
 // it raises itself, a failure or an exception, names the call "MPI" rather than
-// MPI_Comm_set_attr; the divergence names the call.) (Set + delete [user]: ours ~16 instructions
-// less, callgrind, both libraries.)
+// MPI_Comm_set_attr; the divergence names the call.)
 template <typename Forward>
 [[gnu::always_inline]] inline int forward_first_set(const Api& api, const void* caller, QueryCache::Entry& q, Handle h,
                                                     std::uint64_t query, std::uint64_t word, Replay& quiet,
@@ -202,7 +201,7 @@ template <typename Forward>
                                                          int* rc) {
   if (q.layout() != layout_stamp()) return false;
   // set_emulated's body, written out: calling it built the library call's FnRef before the
-  // deferral test, on every deferred set (~30 instructions an emulate set, callgrind).
+  // deferral test, on every deferred set.
   const Call call{&api, caller};
   if (__builtin_expect(defer_emulated_set(call, q, word), 1)) {
     *rc = MPI_SUCCESS;
@@ -234,15 +233,14 @@ template <typename Forward>
   return true;
 }
 
-// The cached query a delete may take a quick way with (delete_cached), or nullptr (then call
-// the full hook, on_delete_attr): as checked_set. In shadow mode only a delete that cancels a
-// set this thread deferred is quick, so there the test starts with whether any set is pending;
-// and the usual such delete is of the set deferred last (a set + delete pair), whose entry the
-// last pending record names: taken from there if it holds this query, without the cache lookup
-// (hash, two ways: ~12 instructions a delete). That is the entry the lookup finds (a query has
-// one entry in the cache), and one that holds a pending set has its cursor; the one test of
-// checked_set's left out, the layout stamp, is delete_cancels_set's first (a current answer:
-// every layout change is a version change).
+// The cached query a delete may take a quick way with (delete_cached), or nullptr (then call the
+// full hook, on_delete_attr): as checked_set. In shadow mode only a delete that cancels a set this
+// thread deferred is quick, so there the test starts with whether any set is pending; and the usual
+// such delete is of the set deferred last (a set + delete pair), whose entry the last pending
+// record names: taken from there if it holds this query, without the cache lookup (hash, two ways).
+// That is the entry the lookup finds (a query has one entry in the cache), and one that holds a
+// pending set has its cursor; the one test of checked_set's left out, the layout stamp, is
+// delete_cancels_set's first (a current answer: every layout change is a version change).
 // shadow_delete_entry: checked_delete's shadow half (the C delete wrappers test the mode once,
 // themselves, where the wrapper's test and checked_delete's were two).
 inline QueryCache::Entry* shadow_delete_entry(const Api& api, Handle h, int key) noexcept {
@@ -267,18 +265,17 @@ bool delete_emulated(const Call& call, QueryCache::Entry& q, Handle h, int key, 
 // pending are applied, then the delete is mirrored the usual way. Returns what the call returns.
 int delete_not_cancelled(const Call& call, Handle h, int key, int engine_key, int rc, ReplayScope& replay);
 
-// Shadow mode, the delete of an attribute whose set this thread deferred (fast_path.hpp,
-// "Deferred sets") and that no attribute preceded: the pair cancels out. The engine still holds
-// the state before the set (no attribute), so once the library has deleted the value running
-// what the standard requires (the set value's delete callback, successfully, or nothing), the
-// pending set is dropped and the engine is left alone: no set applied, no delete mirrored
-// (set + delete [user] ~1,780 -> ~1,330 instructions, Open MPI, callgrind). The checks the full
+// Shadow mode, the delete of an attribute whose set this thread deferred (pending_sets.hpp,
+// "Deferred sets") and that no attribute preceded: the pair cancels out. The engine still holds the
+// state before the set (no attribute), so once the library has deleted the value running what the
+// standard requires (the set value's delete callback, successfully, or nothing), the pending set is
+// dropped and the engine is left alone: no set applied, no delete mirrored. The checks the full
 // hook would make hold: the query was found valid at the current layout (while MPI runs:
-// g_fast.open), and its current answer (the pending set's) says the attribute is present.
-// Called before enter(), which would apply the set. Inline in the C delete wrappers, with the
-// library call by value (gen_wrappers.py: split_delete); the full hook passes its FnRef.
-// False, with nothing done, if the call is not such a delete; true: the call was made, and *rc
-// is what it returns (anything unexpected is mirrored the usual way).
+// g_fast.open), and its current answer (the pending set's) says the attribute is present. Called
+// before enter(), which would apply the set. Inline in the C delete wrappers, with the library call
+// by value (gen_wrappers.py: split_delete); the full hook passes its FnRef. False, with nothing
+// done, if the call is not such a delete; true: the call was made, and *rc is what it returns
+// (anything unexpected is mirrored the usual way).
 template <typename Forward>
 [[gnu::always_inline]] inline bool delete_cancels_set(const Call& call, QueryCache::Entry& q, Handle h, int key,
                                                       Forward&& forward, int* rc) {

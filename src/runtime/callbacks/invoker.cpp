@@ -22,8 +22,7 @@ class RuntimeInvoker final : public CallbackInvoker {
     int rc;
     if (__builtin_expect(c.lang == Binding::C, 1)) {
       // The common case, a C callback: run as run_copy runs it, the call made directly and the
-      // report only looked for when something is off (MPICH emulate dup [user] ~26 instructions an
-      // attribute less, callgrind).
+      // report only looked for when something is off.
       CbFrame frame{c.fn, c.old_object, t_state.ctx.call, t_state.ctx.cb_top, c.keyval, c.kind, true, false};
       bool threw = false;
       rc = run_guarded(frame, c.keyval, &threw, [&] {
@@ -39,10 +38,8 @@ class RuntimeInvoker final : public CallbackInvoker {
   }
   // A dup's copy callbacks: the C ones one after another under one frame, its function and keyval
   // set for each, each call checked as copy() checks it (a Fortran one goes through copy(), its
-  // frame over this one). (MPICH emulate dup + free [user], with del_run: ~40 instructions an
-  // attribute less than a call of copy() / del() each, engine side included, callgrind.)
-  // (*as_given accumulated branch-free, as each outcome is checked: the engine's own pass over
-  // the outcomes cost ~16 instructions an attribute, MPICH emulate dup + free [user], callgrind.)
+  // frame over this one), cheaper than a call of copy() / del() each. (*as_given accumulated
+  // branch-free, as each outcome is checked: cheaper than the engine's own pass over the outcomes.)
   std::size_t copy_run(const CopyCall* calls, std::size_t n, CopyOutcome* out, bool* as_given) override {
     if (t_state.ctx.replay || n == 0) return CallbackInvoker::copy_run(calls, n, out, as_given);
     std::uint64_t differs = 0;
@@ -91,7 +88,7 @@ class RuntimeInvoker final : public CallbackInvoker {
     if (Replay* r = t_state.ctx.replay) return replay_delete(*r, c);
     // The common case, a C callback outside MPI_Finalize (a set's or a delete's, a free's): no
     // teardown test, and the call made as the trampolines make it, without call_delete's test of
-    // the language (emulate set [user] ~15 instructions less, callgrind).
+    // the language.
     if (__builtin_expect(c.lang == Binding::C && c.cause != CallbackCause::Finalize, 1)) {
       CbFrame frame{c.fn, c.object, t_state.ctx.call, t_state.ctx.cb_top, c.keyval, c.kind, false, false};
       return run_delete_as(frame, c.keyval, [&] { return call_c_delete(c.kind, c.fn, c.object, c.keyval, c.value, c.extra_state); });

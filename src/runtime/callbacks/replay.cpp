@@ -27,8 +27,7 @@ void value_divergence(const Replay& r, const char* which, std::uint64_t passed, 
 
 // The observations not known to be used yet. The library usually runs the callbacks of a dup or
 // free in the order the model replays them, so the used ones form a prefix that the searches skip:
-// without it each search went through all earlier observations (64 attributes: ~170 instructions
-// a callback for copy and again for delete, Open MPI shadow dup + free, callgrind).
+// without it each search went through all earlier observations.
 Observation* unused_begin(Replay& r) noexcept { return r.seen.begin() + r.used_below; }
 
 // Marks `o` used, advancing the used prefix past it.

@@ -51,7 +51,7 @@ template <typename T, std::size_t N>
 class InlineList {
   static_assert(std::is_trivially_copyable_v<T>, "elements are copied as bytes");
   // The inline elements are left uninitialised: a member initialiser in T would make every
-  // forwarded call (each builds a Replay) initialise all N of them (+30 instructions a shadow set).
+  // forwarded call (each builds a Replay) initialise all N of them.
   static_assert(std::is_trivially_default_constructible_v<T>, "inline storage must cost nothing to construct");
 
  public:
@@ -82,7 +82,7 @@ class InlineList {
   // Past N, every element lives on the heap (doubling). The first spill makes room for
   // kFirstSpill: a call that runs more callbacks than N usually runs one per attribute of an
   // object (a dup or free), and doubling from N reallocated and copied three times on the way to
-  // 64 (~70 instructions a callback, Open MPI shadow free of 64 attributes, callgrind).
+  // 64.
   static constexpr std::size_t kFirstSpill = N < 64 ? 64 : 2 * N;
   T& spill() {
     if (size_ == N || size_ == capacity_) {
@@ -107,18 +107,17 @@ class InlineList {
 // Shadow dup / free: the library's runs of the C callbacks of the object being duplicated (copy
 // callbacks) or freed (delete callbacks), logged by the trampolines directly in the terms
 // Engine::dup_object_ran / free_object_ran take, instead of as Observations converted afterwards
-// (MPICH dup + free of 64 attributes [user]: the conversions, the Observations' growth and their
-// heap block cost ~80 instructions an attribute, callgrind). One per thread, reused (its lists
-// keep their capacity); a dup or free run from inside a callback of another finds it busy and
-// goes without (object_hooks.cpp).
+// (the conversions, the Observations' growth and their heap block cost more than the logging).
+// One per thread, reused (its lists keep their capacity); a dup or free run from inside a
+// callback of another finds it busy and goes without (object_hooks.cpp).
 struct RunLog {
   RunList<RanCopy> copies;
   RunList<RanDelete> deletes;
   // No object: no MPI library's handle is all ones.
   static constexpr Handle kNone = ~Handle{0};
   // The object whose copy callbacks (a dup) or whose delete callbacks (a free) are logged, the
-  // other kNone: a trampoline tests its own in one compare (~2 instructions a run fewer than
-  // testing a copy-or-delete flag and the object).
+  // other kNone: a trampoline tests its own in one compare (rather than a copy-or-delete flag and
+  // the object).
   Handle copies_of = kNone;
   Handle deletes_of = kNone;
   ObjectKind kind = ObjectKind::Comm;
@@ -134,7 +133,7 @@ struct Replay {
   const Call* call = nullptr;
   Replay* outer = nullptr;
   RunLog* log = nullptr;       // runs for one object logged apart from `seen` (dup / free)
-  std::size_t used_below = 0;  // seen[0 .. used_below) are all used (callbacks.cpp)
+  std::size_t used_below = 0;  // seen[0 .. used_below) are all used (replay.cpp)
   bool lenient = false;        // missing / extra callbacks are expected (no divergence)
   bool has_ordered_object = false;
   Handle ordered_object;       // delete callbacks on this object must come in the engine's order

@@ -10,8 +10,7 @@ namespace attrcheck::rt {
 
 // A growing array that keeps its capacity when emptied (the thread's RunLog is reused), appended
 // to in place: std::vector's push_back built each run on the stack and copied it over, and its
-// emplace_back was called out of line (~5 and ~8 instructions a callback run of a shadow dup or
-// free, callgrind).
+// emplace_back was called out of line.
 template <typename T>
 class RunList {
   static_assert(std::is_trivially_copyable_v<T>, "elements are copied as bytes");

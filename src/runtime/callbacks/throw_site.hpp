@@ -16,11 +16,10 @@
 namespace attrcheck::rt {
 
 // The depth of the last throw's recorded stack on this thread (0: none since the reset):
-// t_state.ctx.throw_depth (fast_path.hpp), beside what a trampoline reads and writes of the
+// t_state.ctx.throw_depth (thread_state.hpp), beside what a trampoline reads and writes of the
 // thread's context anyway (a thread-local of its own cost a GOT load on every callback run).
 // At a callback's start: forget any earlier throw on this thread. (Inline: it runs before every
-// callback a trampoline or the emulated runner passes on; out of line, the call was a tenth of an
-// emulated delete callback's cost, callgrind.)
+// callback a trampoline or the emulated runner passes on.)
 inline void throw_site_reset() noexcept { t_state.ctx.throw_depth = 0; }
 // The stack of the last throw since throw_site_reset, innermost first (nullptr / 0 if none); valid
 // until the next throw on this thread.

@@ -1,6 +1,7 @@
-// The trampolines: the callbacks the library holds for user keyvals in shadow mode (keyval_hooks.cpp
-// gives it these in the user's functions' place). Each runs the user's function as the engine's
-// invoker would (callback_run.hpp) and records the run for the replay of the call in progress.
+// The trampolines: the callbacks the library holds for user keyvals in shadow mode
+// (keyval_hooks.cpp gives it these in the user's functions' place). Each runs the user's function
+// as the engine's invoker would (run.hpp) and records the run for the replay of the call in
+// progress.
 #include <cstring>
 #include <type_traits>
 
@@ -25,7 +26,7 @@ namespace {
 // to a copy on its stack, gone by the time the run is replayed; the model: to its own cell). If
 // `in` points at the value the model holds, the run is recorded with the model's pointer, so the
 // replay compares like with like; else as passed.
-// (The rest of as_model_pointer, out of line: its frame cost ~20 instructions a copy callback.)
+// (The rest of as_model_pointer, out of line: its frame would be set up on every copy callback.)
 __attribute__((noinline)) std::uint64_t model_pointer_of_fortran(ObjectKind kind, Handle old, int engine_id,
                                                                  const void* in) noexcept {
   const std::uint64_t passed = reinterpret_cast<std::uintptr_t>(in);
@@ -51,9 +52,8 @@ __attribute__((noinline)) std::uint64_t model_pointer_of_fortran(ObjectKind kind
 
 inline std::uint64_t as_model_pointer(ObjectKind kind, Handle old, int engine_id, const void* in) noexcept {
   // Nothing was ever set from Fortran: the model's C read is the value as passed (saves two
-  // get_attr on every copy callback: ~220 instructions, Open MPI shadow dup, callgrind). (The
-  // engine's flag read where it is, not through state() and a call: ~10 instructions a copy
-  // callback fewer.)
+  // get_attr on every copy callback). (The engine's flag read where it is, not through state()
+  // and a call.)
   if (!in || !g_fast.fortran_values->load(std::memory_order_acquire)) return reinterpret_cast<std::uintptr_t>(in);
   return model_pointer_of_fortran(kind, old, engine_id, in);
 }
@@ -98,7 +98,7 @@ int trampoline_copy_fn(Obj old, int key, void* extra, void* in, void* out, int* 
 }
 
 // Whether this run (object h, keyval engine_id, value, rc) is the one the quick way that installed
-// the quiet replay `r` expects (fast_path.hpp: ExpectedRun): then it is marked run, and not logged.
+// the quiet replay `r` expects (thread_state.hpp: ExpectedRun): then it is marked run, and not logged.
 [[gnu::always_inline]] inline bool expected_run(const Replay* r, Handle h, int engine_id, std::uint64_t value,
                                                 int rc) noexcept {
   ExpectedRun& e = t_state.ctx.expected;

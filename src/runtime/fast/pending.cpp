@@ -1,4 +1,4 @@
-// Deferred sets (fast_path.hpp, "Deferred sets"): applying them to the engine, on the thread that
+// Deferred sets (pending_sets.hpp, "Deferred sets"): applying them to the engine, on the thread that
 // made them or, from MPI_THREAD_SERIALIZED, on another thread; and handing them over when a
 // thread exits with sets pending.
 //

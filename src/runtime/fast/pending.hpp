@@ -61,10 +61,9 @@ template <Sharing kShare>
   return true;
 }
 // The thread's last pending set went (applied, or cancelled by a delete): at
-// MPI_THREAD_SERIALIZED the word is given back (at MULTIPLE it is not taken: claiming and
-// releasing it cost ~20 instructions a set + delete there, MPICH, callgrind).
-// (always_inline, as lock_gate: gcc called both out of line from the cancelling delete, ~9
-// instructions a set + delete at MPI_THREAD_MULTIPLE, MPICH, callgrind.)
+// MPI_THREAD_SERIALIZED the word is given back (at MULTIPLE it is not taken: the owner is known
+// without it, and claiming and releasing it would cost every set + delete there).
+// (always_inline, as lock_gate: gcc called both out of line from the cancelling delete.)
 [[gnu::always_inline]] inline void release_pending() noexcept {
   g_fast.pending_owner.store(nullptr, std::memory_order_relaxed);
 }
@@ -73,7 +72,7 @@ template <Sharing kShare>
 // while one thread calls: an exchange and a store). Its state also says whether sets may still
 // be deferred: the thread that ends deferral (settle_elsewhere) leaves it kGateClosed, so the
 // owner's one exchange both takes the gate and finds deferral on (kGateOpen), where a test of
-// defer_sets and of its sets' `applied` mark came after it (~6 instructions a set + delete).
+// defer_sets and of its sets' `applied` mark came after it.
 // Whoever takes it (exchange kGateHeld) gives back the state it found (unlock_gate).
 inline constexpr std::uint8_t kGateOpen = 0, kGateHeld = 1, kGateClosed = 2;
 extern std::atomic<std::uint8_t> g_pending_gate;

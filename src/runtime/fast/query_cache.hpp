@@ -58,7 +58,7 @@ class QueryCache {
     int engine_key = 0;
     std::int16_t flag = 0;      // the answer's flag (0 or 1)
     // A set of this query that the engine has not applied yet (the runtime's deferred sets,
-    // runtime/fast_path.hpp): its record's index + 1; 0: none. The answer is then that set's.
+    // fast/pending_sets.hpp): its record's index + 1; 0: none. The answer is then that set's.
     std::uint8_t pending = 0;
     bool user_delete = false;   // with a cursor: replacing a value runs a user delete callback
 
@@ -143,7 +143,7 @@ class QueryCache {
   // Drops the answers of the entries for the same object and keyval in other bindings (their
   // answers change with e's). (e: an entry of this cache.)
   // (always_inline: on the path of every first deferred set; gcc stopped inlining it when the
-  // set wrappers' functions grew, a call and a return more, ~7 instructions.)
+  // set wrappers' functions grew.)
   [[gnu::always_inline]] static void drop_other_answers(const Entry& e) noexcept {
     Entry& x = other_way(e);
     if (other_binding(x, e)) x.version = kNoAnswer;

@@ -49,8 +49,8 @@ inline int run_cached_delete(const Call& call, const QueryCache::Entry& q, Handl
 // (change_after_callback; `word`: the set's value, or nullptr for a delete). At
 // MPI_THREAD_MULTIPLE the change is announced first (set_path.hpp, CacheChange). False: not a C
 // callback, or deferral ended (MULTIPLE), nothing done; else *rc is what the call returns.
-// (kGated: at MULTIPLE; one test of the thread level, before the callback: ~7 instructions a
-// set + delete less below MULTIPLE than testing it again after, MPICH, callgrind.)
+// (kGated: at MULTIPLE; the thread level tested once, before the callback, rather than again
+// after it.)
 template <bool kGated, typename Finish>
 [[gnu::always_inline]] inline bool change_from_cache_at(const Call& call, QueryCache::Entry& q, Handle h, int key,
                                                         std::uint64_t version, const std::uint64_t* word,

@@ -130,7 +130,7 @@ int delete_attr_full(const Call& call, Handle h, int key, const FnRef<int()>& fo
 }  // namespace
 
 int on_delete_attr(const Call& call, Handle h, int key, const FnRef<int()>& forward) {
-  // The quick ways first, the full hook out of line (its frame costs ~20 instructions a call).
+  // The quick ways first, the full hook out of line (its frame would be set up on every call).
   int rc;
   if (QueryCache::Entry* q = checked_delete(*call.api, h, key))
     if (g_shadow ? delete_cancels_set(call, *q, h, key, forward, &rc) : delete_emulated(call, *q, h, key, &rc))

@@ -108,14 +108,13 @@ inline bool single_delete_seen(const Replay& replay, RanDelete* ran, bool* seen)
   return true;
 }
 
-// After an emulated set or delete that succeeded through the query's cursor (version: the
-// engine's right after it, read under its lock while the cursor's layout still held), the
-// query's entry takes the new answer, as a get would read it, so that the next call of the query
-// needs no engine read (a delete's presence check: set + delete ~170 instructions). A callback
-// that ran (`ran_user_code`: the keyval has a user delete function) may have called MPI on this
-// thread, which may have moved the entry or the layout: then only while the entry still holds
-// the query (`object`, `query`) at the same layout. A default-INTEGER value (sign-extended) is
-// left to the full path.
+// After an emulated set or delete that succeeded through the query's cursor (version: the engine's
+// right after it, read under its lock while the cursor's layout still held), the query's entry
+// takes the new answer, as a get would read it, so that the next call of the query needs no engine
+// read (a delete's presence check). A callback that ran (`ran_user_code`: the keyval has a user
+// delete function) may have called MPI on this thread, which may have moved the entry or the
+// layout: then only while the entry still holds the query (`object`, `query`) at the same layout. A
+// default-INTEGER value (sign-extended) is left to the full path.
 inline void emulated_answer(QueryCache::Entry& q, bool ran_user_code, Handle object, std::uint64_t query,
                             std::uint64_t version, std::uint64_t word, int flag) noexcept {
   if (ran_user_code && (q.object != object || q.query != query || q.layout() != layout_stamp())) return;

@@ -15,7 +15,7 @@ namespace {
 void started(int provided) {
   Runtime& r = state();
   r.thread_level = provided;
-  // While one thread at a time calls, its sets may wait for the engine (fast_path.hpp); from
+  // While one thread at a time calls, its sets may wait for the engine (pending_sets.hpp); from
   // SERIALIZED whichever thread calls next applies them; at MULTIPLE a second thread calling ends
   // deferral (pending.cpp).
   // (Emulate mode defers the sets that run no callback the same way: set_path.hpp.)

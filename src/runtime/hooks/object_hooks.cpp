@@ -23,8 +23,7 @@ constexpr int kFreesUnderWay = 16;
 FreeUnderWay frees_under_way[kFreesUnderWay];
 // How many FreeWindows are open: raised before a free claims its slot (so before the library can
 // hand the handle out again) and lowered after it let the slot go, so a registration that reads 0
-// has no slot to look through (MPICH shadow dup at MULTIPLE: the 16 slots cost ~90 instructions a
-// dup, callgrind).
+// has no slot to look through (a dup at MULTIPLE would otherwise search all 16 slots).
 std::atomic<int> frees_open{0};
 
 // Opens a window on `h` for this thread: frees_open raised first, then a free slot claimed.

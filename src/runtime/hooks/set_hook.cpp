@@ -90,7 +90,7 @@ int on_set_attr(const Call& call, Handle h, int key, std::uint64_t word, const F
 
 namespace {
 // A set replacing a value whose keyval has a user delete function: the old value's callback runs,
-// then the set is deferred (its record says the callback ran: fast_path.hpp, PendingSet::replaced).
+// then the set is deferred (its record says the callback ran: PendingSet::replaced).
 bool replace_from_cache(const Call& call, QueryCache::Entry& q, Handle h, int key, std::uint64_t word,
                         std::uint64_t version, int* rc) {
   return change_from_cache(call, q, h, key, version, &word, [&](auto share) {

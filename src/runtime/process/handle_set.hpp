@@ -3,8 +3,8 @@
 // through the tool, objects.cpp): open addressing with linear probing, erasing by shifting the
 // following entries back (no tombstones), doubling when three quarters full. A dup + free loop
 // inserts and erases the same handle on every turn: std::unordered_set allocated and freed a node
-// each time (~440 instructions a dup + free of a communicator with MPICH, callgrind). Not
-// thread-safe: the caller holds its lock. Header-only, no MPI (tests/handle_set_test.cpp).
+// each time. Not thread-safe: the caller holds its lock. Header-only, no MPI
+// (tests/handle_set_test.cpp).
 
 #include <cstddef>
 #include <cstdint>

@@ -45,14 +45,14 @@ namespace {
 // dozen instructions (a quarantine batch's bookkeeping: a few thousand), never across an MPI or
 // user call. Below MPI_THREAD_MULTIPLE calls never overlap (enter() refuses other threads at
 // SINGLE and FUNNELED; SERIALIZED programs promise it), so MPI's start switches them off with the
-// engine's lock (drop_keyval_locking): an exchange to lock (a locked instruction, ~20 cycles) and
-// a std::mutex's two made a sizeable part of a keyval create + free's time.
+// engine's lock (drop_keyval_locking): an exchange to lock (a locked instruction) and a
+// std::mutex's two made a sizeable part of a keyval create + free's time.
 
 // Keys outside 0..kSmallKeys (MPICH's are handles such as 0xa4000000) -> engine ids, under
 // g_big_keys_mu: open addressing, linear probing, key and id in one word (a key of 0 is never a
 // big key, so 0 is an empty slot), doubling at half full. Nothing is ever removed: a key the
 // library frees keeps naming the freed keyval until the library hands it out again, which maps it
-// anew. (std::unordered_map: ~35 instructions and a node to chase per update.)
+// anew. (std::unordered_map: a node to chase per update.)
 struct BigKeyMap {
   std::uint64_t* slots = nullptr;  // (never freed: usable until the process ends)
   std::uint32_t mask = 0, count = 0;
@@ -218,18 +218,16 @@ void register_predefined_keys(Engine& e) {
 // given it the lowest number free (which the quarantine already changes); the guarantee is the
 // same (a stale key names a new one only after kQuarantineHold later frees). What it saves: the
 // library's create and free (Open MPI's search for the lowest free bit and its hash table, both
-// slower the more keys are held: ~1,300 instructions of a create + free). docs/rules.md, keyval.freed,
-// says why the library cannot tell.
+// slower the more keys are held). docs/rules.md, keyval.freed, says why the library cannot tell.
 //
 // Aged keys no create has taken wait in the ready set, at most kQuarantineBatch of them, then all
 // are released to the library together, highest number first. Open MPI keeps its keyvals in an
 // opal_hash_table hashed by the number itself (key % capacity, linear probing), and a removal
 // re-examines every valid entry after the removed one up to the next empty slot. Since it hands
 // out the lowest free number, the held and live keys form one contiguous run of numbers, and
-// releasing the oldest held key one at a time scanned about half of that run on every free
-// (~31,000 instructions at 4,096 held keys). Released from the highest number down, each removal's
-// scan stops at the gap the previous one left: one batch scans the run once. MPICH's keyval free
-// is O(1) either way.
+// releasing the oldest held key one at a time scanned about half of that run on every free.
+// Released from the highest number down, each removal's scan stops at the gap the previous one
+// left: one batch scans the run once. MPICH's keyval free is O(1) either way.
 
 namespace {
 constexpr int kQuarantineHold = 4096;

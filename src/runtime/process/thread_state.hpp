@@ -47,8 +47,7 @@ struct Adopted {
 // while the quiet replay collects (set_path.hpp: the replacing set, the cancelling delete): the
 // delete trampoline that makes exactly this run, successfully, marks it run (kRan) and logs
 // nothing; any other run is logged in the quiet replay as usual. (Arming and testing it is
-// cheaper than logging the run and reading it back: Open MPI shadow set [user], ours 123 + 65
-// -> 115 + 60 instructions (set function + trampoline), callgrind.)
+// cheaper than logging the run and reading it back.)
 enum : int { kExpectNone = 0, kExpectArmed = 1, kExpectRan = 2 };
 struct ExpectedRun {
   Handle object;
