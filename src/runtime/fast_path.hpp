@@ -14,19 +14,14 @@
 #include <cstdint>
 #include <cstring>
 
-#include "runtime/fast/fast_state.hpp"
+#include "runtime/process/fast_state.hpp"
 #include "runtime/fast/pending.hpp"
 #include "runtime/fast/query_cache.hpp"
+#include "runtime/fast/refresh_answer.hpp"
 #include "runtime/hooks.hpp"
 #include "runtime/process/thread_state.hpp"
 
 namespace attrcheck::rt {
-
-// For a cached query whose answer is out of date: if the query is still valid, reads the
-// engine's answer into it. False if the full hook must decide (the query's validity may have
-// changed, an error, a truncated value, or the version read mid-change so no answer could be
-// kept).
-bool refresh_answer(QueryCache::Entry& q, std::uint64_t version) noexcept;
 
 // The cached query with a current answer, or nullptr (then call the full hook). An answer read
 // at the version the engine still has needs no layout check: every layout change is a version

@@ -15,6 +15,7 @@
 #include "attrcheck/engine.hpp"
 #include "runtime/process/call.hpp"
 #include "runtime/process/library.hpp"
+#include "runtime/process/state.hpp"
 
 // The wrappers are the library's only exported symbols.
 #define ATTRCHECK_EXPORT __attribute__((visibility("default")))
@@ -40,8 +41,7 @@ class FnRef<R(A...)> {
 
 enum class Op { CreateKeyval, FreeKeyval, SetAttr, GetAttr, DeleteAttr, Dup, Construct, Obtain, Free, Init, Finalize, Abort };
 
-// False when the call should go straight to PMPI (mode=off).
-[[gnu::visibility("hidden")]] extern bool g_off;  // set once, before any wrapper can run (the configuration is read at load)
+// False when the call should go straight to PMPI (mode=off: g_off, process/state.hpp).
 inline bool active(Op) noexcept { return !g_off; }
 
 int on_null_arg(const Call& call, const char* param, const FnRef<int()>& forward);

@@ -4,7 +4,7 @@
 
 #include <dlfcn.h>
 
-#include "runtime/call_counts.hpp"
+#include "runtime/process/call_counts.hpp"
 #include "runtime/callbacks/throw_site.hpp"
 #include "runtime/process/findings.hpp"
 #include "runtime/process/library.hpp"

@@ -11,9 +11,9 @@
 
 #include "attrcheck/engine.hpp"
 #include "report/report.hpp"
-#include "runtime/call_counts.hpp"
+#include "runtime/process/call_counts.hpp"
 #include "runtime/callbacks/throw_site.hpp"
-#include "runtime/fast/fast_state.hpp"
+#include "runtime/process/fast_state.hpp"
 #include "runtime/process/call.hpp"
 #include "runtime/process/thread_state.hpp"
 

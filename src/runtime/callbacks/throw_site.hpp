@@ -11,7 +11,7 @@
 
 #include <cstddef>
 
-#include "runtime/fast_path.hpp"
+#include "runtime/process/thread_state.hpp"
 
 namespace attrcheck::rt {
 

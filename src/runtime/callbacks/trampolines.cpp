@@ -5,15 +5,15 @@
 #include <cstring>
 #include <type_traits>
 
-#include "runtime/call_counts.hpp"
+#include "runtime/process/call_counts.hpp"
 #include "runtime/callbacks/replay.hpp"
 #include "runtime/callbacks/run.hpp"
 #include "runtime/callbacks/trampolines.hpp"
-#include "runtime/fast/fast_state.hpp"
+#include "runtime/process/fast_state.hpp"
 #include "runtime/mpi_profile.hpp"
 #include "runtime/process/keyvals.hpp"
 #include "runtime/process/library.hpp"
-#include "runtime/process/objects.hpp"
+#include "runtime/process/frees_under_way.hpp"
 #include "runtime/process/state.hpp"
 
 namespace attrcheck::rt {

@@ -8,7 +8,7 @@
 #include <type_traits>
 
 #include "attrcheck/engine.hpp"
-#include "runtime/fast/fast_state.hpp"
+#include "runtime/process/fast_state.hpp"
 #include "runtime/fast/pending_sets.hpp"
 #include "runtime/fast/query_cache.hpp"
 #include "runtime/process/thread_state.hpp"

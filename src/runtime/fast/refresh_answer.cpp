@@ -1,7 +1,11 @@
-// A cached query's answer read afresh from the engine (refresh_answer, fast_path.hpp), after the
-// pending sets the engine lacks.
-#include "runtime/fast_path.hpp"
+// A cached query's answer read afresh from the engine (see refresh_answer.hpp), after the pending
+// sets the engine lacks.
+#include "runtime/fast/refresh_answer.hpp"
+
+#include "runtime/fast/pending.hpp"
+#include "runtime/process/fast_state.hpp"
 #include "runtime/process/state.hpp"
+#include "runtime/process/thread_state.hpp"
 
 namespace attrcheck::rt {
 

@@ -1,7 +1,7 @@
 // The checks every hook shares (hook_common.hpp): what an intercepted call checks first
 // (enter_slow), whether an object is live, what a set or delete would be refused for, and how a
 // refused call is reported.
-#include "runtime/call_counts.hpp"
+#include "runtime/process/call_counts.hpp"
 #include "runtime/hooks/hook_common.hpp"
 
 namespace attrcheck::rt {

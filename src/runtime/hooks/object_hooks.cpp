@@ -1,112 +1,11 @@
 // The object hooks: dup, constructors, calls that hand out handles, free. The checks they share
 // with the other hooks are in hook_common.hpp.
-#include <thread>
 #include <vector>
 
 #include "runtime/hooks/hook_common.hpp"
+#include "runtime/process/frees_under_way.hpp"
 
 namespace attrcheck::rt {
-
-namespace {
-// MPI_THREAD_MULTIPLE, shadow mode: the frees under way, from before the library frees the handle
-// until the engine has mirrored it (on_free mirrors after the library returns, to replay the
-// callbacks it ran). A library that hands a freed handle out again at once (MPICH) may give it to
-// another thread's dup or constructor in that window: the new object's registration waits for
-// the free's mirror (which runs only the tool's code: the wait is short), so that the free does
-// not drop the new object and the new object does not drop the old one under the free
-// (impl.divergence object-unknown at MPI_Comm_free, or a later call on the new handle refused).
-struct FreeUnderWay {
-  std::atomic<Handle> handle{0};
-  std::atomic<const void*> thread{nullptr};
-};
-constexpr int kFreesUnderWay = 16;
-FreeUnderWay frees_under_way[kFreesUnderWay];
-// How many FreeWindows are open: raised before a free claims its slot (so before the library can
-// hand the handle out again) and lowered after it let the slot go, so a registration that reads 0
-// has no slot to look through (a dup at MULTIPLE would otherwise search all 16 slots).
-std::atomic<int> frees_open{0};
-
-// Opens a window on `h` for this thread: frees_open raised first, then a free slot claimed.
-// nullptr: all slots taken (the free goes unguarded; frees_open is lowered again).
-FreeUnderWay* open_window(Handle h) noexcept {
-  frees_open.fetch_add(1, std::memory_order_acq_rel);
-  for (FreeUnderWay& f : frees_under_way) {
-    Handle none = 0;
-    if (f.handle.load(std::memory_order_relaxed) == 0 &&
-        f.handle.compare_exchange_strong(none, h, std::memory_order_acq_rel)) {
-      f.thread.store(thread_token(), std::memory_order_release);
-      return &f;
-    }
-  }
-  frees_open.fetch_sub(1, std::memory_order_release);
-  return nullptr;
-}
-
-void close_window(FreeUnderWay* f) noexcept {
-  f->thread.store(nullptr, std::memory_order_relaxed);
-  f->handle.store(0, std::memory_order_release);
-  frees_open.fetch_sub(1, std::memory_order_release);
-}
-
-class FreeWindow {
- public:
-  explicit FreeWindow(Handle h) noexcept {
-    if (state().thread_level >= MPI_THREAD_MULTIPLE && h != 0) slot_ = open_window(h);
-  }
-  ~FreeWindow() {
-    if (slot_) close_window(slot_);
-  }
-  FreeWindow(const FreeWindow&) = delete;
-  FreeWindow& operator=(const FreeWindow&) = delete;
-
- private:
-  FreeUnderWay* slot_ = nullptr;
-};
-
-// Frees the library makes of other objects inside this thread's free: a datatype freed while
-// another was built from it is destroyed, its delete callbacks run and its handle released, only
-// when the last one built from it is freed (type-free-defers-delete-callbacks), so inside that
-// free's call. The delete trampoline sees those callbacks before the library releases the handle,
-// and holds the handle as a FreeWindow holds the freed object's (hold_deferred_free), until the
-// free's mirror has accounted for them: else another thread's constructor could register the
-// handle anew first, and the mirror would take the deferred callbacks for callbacks run on that
-// new object ("ran a delete callback ... that the standard does not call here").
-constexpr int kDeferredHeld = 8;
-thread_local FreeUnderWay* t_deferred[kDeferredHeld];
-thread_local int t_deferred_count = 0;
-
-// The handles held during one free (a free made inside a callback of another holds its own, and
-// lets go of those only).
-class DeferredFrees {
- public:
-  DeferredFrees() noexcept : first_(t_deferred_count) {}
-  ~DeferredFrees() {
-    for (int i = first_; i < t_deferred_count; ++i) close_window(t_deferred[i]);
-    t_deferred_count = first_;
-  }
-  DeferredFrees(const DeferredFrees&) = delete;
-  DeferredFrees& operator=(const DeferredFrees&) = delete;
-
- private:
-  int first_;
-};
-
-// Waits while another thread's free of `h` is under way (FreeWindow).
-void wait_for_free_of(Handle h) noexcept {
-  if (state().thread_level < MPI_THREAD_MULTIPLE || frees_open.load(std::memory_order_acquire) == 0) return;
-  for (FreeUnderWay& f : frees_under_way)
-    while (f.handle.load(std::memory_order_acquire) == h && f.thread.load(std::memory_order_acquire) != thread_token())
-      std::this_thread::yield();
-}
-
-}  // namespace
-
-void hold_deferred_free(Handle h) noexcept {
-  if (state().thread_level < MPI_THREAD_MULTIPLE || h == 0 || t_deferred_count == kDeferredHeld) return;
-  for (int i = 0; i < t_deferred_count; ++i)
-    if (t_deferred[i]->handle.load(std::memory_order_relaxed) == h) return;
-  if (FreeUnderWay* f = open_window(h)) t_deferred[t_deferred_count++] = f;
-}
 
 namespace {
 // Registers a handle the library just created; a stale registration of the same handle (freed

@@ -1,5 +1,5 @@
-// The registry behind call_counts.hpp.
-#include "runtime/call_counts.hpp"
+// The registry behind call_counts.hpp: every thread's counts, summed for the report.
+#include "runtime/process/call_counts.hpp"
 
 #include <pthread.h>
 

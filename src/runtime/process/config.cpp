@@ -9,10 +9,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "runtime/call_counts.hpp"
 #include "runtime/callbacks/invoker.hpp"
-#include "runtime/fast/fast_state.hpp"
-#include "runtime/hooks.hpp"
+#include "runtime/process/call_counts.hpp"
+#include "runtime/process/fast_state.hpp"
 
 namespace attrcheck::rt {
 

@@ -30,10 +30,6 @@ bool unchecked_slow(ObjectKind kind, const Handle* h, const int* key);
 inline bool unchecked(ObjectKind kind, const Handle* h, const int* key) {  // either may be null
   return __builtin_expect(state().limited.load(std::memory_order_relaxed), 0) && unchecked_slow(kind, h, key);
 }
-// MPI_THREAD_MULTIPLE, shadow: the library runs `h`'s delete callbacks inside this thread's free
-// of another object, so releases `h` too: another thread's registration of `h` waits until the
-// free's mirror is done (object_hooks.cpp).
-void hold_deferred_free(Handle h) noexcept;
 void note_freed(ObjectKind kind, Handle h);
 void note_created(ObjectKind kind, Handle h);
 bool live_object(ObjectKind kind, Handle h) noexcept;

@@ -93,6 +93,9 @@ inline Runtime& state() noexcept {
 inline Phase phase() noexcept { return static_cast<Phase>(state().phase.load(std::memory_order_acquire)); }
 
 
-[[gnu::visibility("hidden")]] extern bool g_shadow;  // Mode::Shadow; set once, at load
+// The mode as the wrappers and the fast paths test it, set once, before any wrapper can run (the
+// configuration is read at load).
+[[gnu::visibility("hidden")]] extern bool g_off;     // Mode::Off: every call goes straight to PMPI
+[[gnu::visibility("hidden")]] extern bool g_shadow;  // Mode::Shadow
 
 }  // namespace attrcheck::rt

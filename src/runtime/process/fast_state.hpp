@@ -1,6 +1,7 @@
-// What the inline paths read of the runtime, on one cache line (g_fast): the engine's version
-// counters, whether MPI runs, whether sets are deferred, and whose sets are pending. Set by the
-// runtime at load and as MPI starts and ends. Not a public header.
+// What the inline paths (the wrappers' quick ways, the trampolines) read of the process state, on
+// one cache line (g_fast): the engine's version counters, whether MPI runs, whether sets are
+// deferred, and whose sets are pending. Set at load and as MPI starts and ends. Not a public
+// header.
 #pragma once
 
 #include <atomic>
