@@ -98,7 +98,8 @@ int trampoline_copy_fn(Obj old, int key, void* extra, void* in, void* out, int* 
 }
 
 // Whether this run (object h, keyval engine_id, value, rc) is the one the quick way that installed
-// the quiet replay `r` expects (thread_state.hpp: ExpectedRun): then it is marked run, and not logged.
+// the quiet replay `r` expects (thread_state.hpp: ExpectedRun): then it is marked run, and not
+// logged.
 [[gnu::always_inline]] inline bool expected_run(const Replay* r, Handle h, int engine_id, std::uint64_t value,
                                                 int rc) noexcept {
   ExpectedRun& e = t_state.ctx.expected;

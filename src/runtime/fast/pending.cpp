@@ -1,5 +1,5 @@
-// Deferred sets (pending_sets.hpp, "Deferred sets"): applying them to the engine, on the thread that
-// made them or, from MPI_THREAD_SERIALIZED, on another thread; and handing them over when a
+// Deferred sets (pending_sets.hpp, "Deferred sets"): applying them to the engine, on the thread
+// that made them or, from MPI_THREAD_SERIALIZED, on another thread; and handing them over when a
 // thread exits with sets pending.
 //
 // At MPI_THREAD_SERIALIZED the program orders its MPI calls (a lock, a join, a barrier between

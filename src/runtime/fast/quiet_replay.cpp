@@ -1,6 +1,7 @@
 // The quiet replay (quiet_replay.hpp): the thread's own Replay that the C set and delete wrappers'
 // quick ways of a keyval with a user delete function install while the library runs the call
-// (set_path.hpp), and what happens when the library ran something else than the model requires.
+// (set_path.hpp), and its runs handed to a replay scope when the library ran something else than
+// the model requires (the set and delete hooks then mirror the call with them).
 #include "runtime/fast/quiet_replay.hpp"
 
 namespace attrcheck::rt {
