@@ -20,7 +20,7 @@
  * and frees KEYVAL_WARMUP keyvals (outside bench_keyval_*, so a profiler does not count them, and
  * the same number in every run, so that scripts/bench-callgrind.sh's N / 2N difference cancels
  * them). That is more than attrcheck's shadow mode holds back in its quarantine of freed keyvals
- * (src/runtime/keyvals.cpp), whose library frees only begin once it is full: a run shorter than
+ * (src/runtime/process/keyvals.cpp), whose library frees only begin once it is full: a run shorter than
  * that would measure the creates and frees without the releases that every later free pays.
  *
  * Usage: mpi_attr_bench [SCALE] [--count N] [--only OP:CONFIG] [--no-pairs] [--thread LEVEL]

@@ -4,8 +4,9 @@
 Every intercepted MPI function becomes an `extern "C"` definition that
   1. passes straight to PMPI when the tool is off (mode=off, or not initialised for the op),
   2. null-checks its pointer parameters (rule arg.null),
-  3. calls the one hand-written hook of its op (src/runtime/hooks.cpp) with the checked values
-     and lambdas that forward to PMPI (and, for dup, undo a successful PMPI dup).
+  3. calls the one hand-written hook of its op (src/runtime/hooks.hpp; the hooks are in
+     src/runtime/hooks/) with the checked values and lambdas that forward to PMPI (and, for dup,
+     undo a successful PMPI dup).
 
 Usage: gen_wrappers.py SPEC OUT.cpp [--mpi-header PATH [--cc CC] [--mpi-libs 'LIB;LIB']]
                        [--fortran-libs 'LIB;LIB' [--nm NM]]
@@ -108,7 +109,7 @@ class Fortran(C):
     def __init__(self, fn, params):
         super().__init__(fn, params)
         self.ierr = require(fn, "ierr")
-        # (forward_fortran: the library's binding may enter through the C wrappers: fast_path.hpp)
+        # (forward_fortran: the library's binding may enter through the C wrappers: process/thread_state.hpp)
         self.call_pmpi = f"({self.forward(self.args)}, static_cast<int>(*{self.ierr}))"
 
     def forward(self, args):  # a statement calling the library's profiling entry point

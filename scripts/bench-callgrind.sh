@@ -13,7 +13,7 @@
 #   BUILD_DIR=build-mpich   against MPICH (its launcher is recorded by that build)
 #   COUNT=N                 iterations of the smaller run (default 512, at least 128). In the
 #                           steady state shadow mode hands its held keyvals out again to the
-#                           benchmark's creates (src/runtime/keyvals.cpp), so no release batches
+#                           benchmark's creates (src/runtime/process/keyvals.cpp), so no release batches
 #                           fall into the counted runs and any COUNT gives the same keyval rows
 # Keyval create + free is counted in the steady state: the benchmark first creates and frees more
 # keyvals than shadow mode's quarantine holds, in both runs alike (bench/mpi_attr_bench.c).

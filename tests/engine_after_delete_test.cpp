@@ -1,7 +1,7 @@
 // engine_after_delete_test: what emulate mode's query cache uses when it runs a delete callback
-// itself (src/runtime/hooks.cpp, replace_from_cache / delete_from_cache): c_delete_function
-// (which function to run) and set_attr_after_delete (the set that follows once the callback ran,
-// even where the callback moved the layout, e.g. by freeing its own keyval).
+// itself (src/runtime/hooks/cache_callbacks.hpp, change_from_cache: a replacing set, a cancelled
+// pair): c_delete_function (which function to run) and set_attr_after_delete (the set that follows
+// once the callback ran, even where the callback moved the layout, e.g. by freeing its own keyval).
 #include "engine_fixtures.hpp"
 
 namespace {

@@ -1,4 +1,4 @@
-// The runtime's set of freed handles (src/runtime/handle_set.hpp), against std::set as a model:
+// The runtime's set of freed handles (src/runtime/process/handle_set.hpp), against std::set as a model:
 // random inserts and erases over a small universe (so runs of colliding entries form and erasing
 // shifts them back), handle 0, growth, clear.
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <random>
 #include <set>
 
-#include "runtime/handle_set.hpp"
+#include "runtime/process/handle_set.hpp"
 
 namespace {
 

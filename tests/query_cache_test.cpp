@@ -1,6 +1,6 @@
-// The runtime's per-thread query cache (src/runtime/query_cache.hpp), without MPI: what it finds,
+// The runtime's per-thread query cache (src/runtime/fast/query_cache.hpp), without MPI: what it finds,
 // what it forgets, and that an answer is only believed at the version it was read at.
-#include "runtime/query_cache.hpp"
+#include "runtime/fast/query_cache.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// The run log's growing array (src/runtime/run_list.hpp), against std::vector as a model: appends
+// The run log's growing array (src/runtime/callbacks/run_list.hpp), against std::vector as a model: appends
 // past the first block and past each doubling keep every element, emptying keeps the storage for
 // the next dup or free, shrinking back drops only the tail.
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "runtime/run_list.hpp"
+#include "runtime/callbacks/run_list.hpp"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // attrcheck's spin lock, shared by the engine (its lock, Engine::Impl::mu_) and the runtime (the
-// keyval quarantine's and the library-key map's locks, src/runtime/keyvals.cpp).
+// keyval quarantine's and the library-key map's locks, src/runtime/process/keyvals.cpp).
 #pragma once
 
 #include <atomic>

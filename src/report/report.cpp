@@ -2,7 +2,7 @@
 
 #include "attrcheck/provenance.hpp"
 #include "report/maps.hpp"
-#include "report/symbolize.hpp"
+#include "report/symbol_table.hpp"
 
 #include <dlfcn.h>
 #include <sys/mman.h>

@@ -17,46 +17,13 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <string>
-#include <vector>
+
+#include "report/symbol_table.hpp"
 
 namespace attrcheck {
 
 class FindingStore;
-
-// What the in-process pass found for one looked-up address (a return address minus one, or a
-// callback's entry address as is). Empty strings / 0: nothing found.
-struct SymbolEntry {
-  std::uintptr_t pc = 0;
-  const char* function = "";
-  const char* file = "";
-  long line = 0;
-};
-
-// Immutable once published; find() allocates nothing and takes no lock (usable in signal handlers).
-class SymbolTable {
- public:
-  const SymbolEntry* find(std::uintptr_t pc) const noexcept;
-
-  // Building (normal path only).
-  void add(std::uintptr_t pc, const std::string& function, const std::string& file, long line);
-  void seal();  // sorts; call once, before publishing
-  std::size_t size() const noexcept { return entries_.size(); }
-
- private:
-  const char* keep(const std::string& s);
-  std::vector<SymbolEntry> entries_;
-  std::deque<std::string> strings_;  // stable addresses for the entries' strings
-};
-
-// The address a frame is looked up at: a return address names the call before it, so one byte
-// back (at a function's very end, the address itself may be the next function's entry); a
-// callback's entry address is its function as is.
-inline std::uintptr_t lookup_pc(const void* address, bool entry) noexcept {
-  const auto a = reinterpret_cast<std::uintptr_t>(address);
-  return entry || a == 0 ? a : a - 1;
-}
 
 // What the in-process pass may read: a module's DWARF (in it, or in its separate debug file) is
 // read only if it is uncompressed and the modules read so far stay within `dwarf_budget` bytes

@@ -1,6 +1,8 @@
 // What the generated wrappers (gen/gen_wrappers.py) call: one hook per op. Each hook runs the
 // checks, mirrors or serves the call with the engine according to the mode, and forwards to
-// PMPI through the lambdas the wrapper passes.
+// PMPI through the lambdas the wrapper passes; the hooks are in hooks/, one file per op family.
+// This header, fast_path.hpp, set_path.hpp and call_counts.hpp are the runtime's face to the
+// generated wrappers, which include them by these paths: they stay at the top of src/runtime.
 #pragma once
 
 #include <mpi.h>
@@ -11,6 +13,9 @@
 #include <vector>
 
 #include "attrcheck/engine.hpp"
+#include "runtime/process/call.hpp"
+#include "runtime/process/library.hpp"
+#include "runtime/process/state.hpp"
 
 // The wrappers are the library's only exported symbols.
 #define ATTRCHECK_EXPORT __attribute__((visibility("default")))
@@ -34,47 +39,10 @@ class FnRef<R(A...)> {
   R (*call_)(void*, A...);
 };
 
-// The static description of an intercepted function (one per wrapper).
-struct Api {
-  const char* name;
-  ObjectKind kind;
-  const char* replacement;  // deprecated functions: what to use instead; else nullptr
-  Binding binding = Binding::C;  // how attribute values and callbacks are passed (C or Fortran)
-  // Creates, duplicates or frees an object (collective for communicators and windows): from a
-  // thread the thread level does not allow, it is passed to the library unmirrored rather than
-  // refused, so that other ranks are not left waiting in it.
-  bool lifecycle = false;
-};
-
-// One intercepted call in progress.
-struct Call {
-  const Api* api;
-  const void* caller;  // return address into the application
-  // The wrapper's own frame (its frame pointer), where a stack walk of the application's frames
-  // can start; set by the keyval create and free wrappers (gen_wrappers.py STACK_OPS), else null.
-  const void* frame = nullptr;
-};
-
 enum class Op { CreateKeyval, FreeKeyval, SetAttr, GetAttr, DeleteAttr, Dup, Construct, Obtain, Free, Init, Finalize, Abort };
 
-// False when the call should go straight to PMPI (mode=off).
-[[gnu::visibility("hidden")]] extern bool g_off;  // set once, before any wrapper can run (the configuration is read at load)
+// False when the call should go straight to PMPI (mode=off: g_off, process/state.hpp).
 inline bool active(Op) noexcept { return !g_off; }
-
-template <typename T>
-inline Handle handle(T h) noexcept {
-  if constexpr (std::is_pointer_v<T>) {
-    return static_cast<Handle>(reinterpret_cast<std::uintptr_t>(h));
-  } else {
-    // An integer handle (MPICH's) as its bits: MPICH's handles have the top bit set, and a
-    // sign-extended one would read 0xffffffff84000002 in reports.
-    return static_cast<Handle>(static_cast<std::make_unsigned_t<T>>(h));
-  }
-}
-
-// Open MPI's Fortran entry points (pmpi_comm_set_attr_ ...) live in libmpi_mpifh, which only
-// Fortran programs load: the Fortran wrappers look them up instead of linking. nullptr if absent.
-void* fortran_pmpi(const char* name) noexcept;
 
 int on_null_arg(const Call& call, const char* param, const FnRef<int()>& forward);
 // extra_state: the pointer (C) or the integer (Fortran); forward gets the same representation.

@@ -1,48 +1,36 @@
 // The quick way of a set of a query this thread already checked (checked_set in fast_path.hpp),
-// inline in the generated set wrappers. Shadow mode: the call goes to the library, and a set
-// that did exactly what the model requires is deferred (fast_path.hpp, "Deferred sets");
-// everything else is decided by mirror_library_set (hooks.cpp). Emulate mode: the engine sets it
-// through the query's cursor (set_emulated).
+// inline in the generated set wrappers, and the quick ways of a delete. Part of the runtime's face
+// to the generated wrappers (with hooks.hpp, fast_path.hpp and call_counts.hpp): they include it
+// by this path. Shadow mode: the call goes to the library, and a set that did exactly what the
+// model requires is deferred (fast/pending_sets.hpp, "Deferred sets"); everything else is
+// decided by mirror_library_set (hooks/set_hook.cpp). Emulate mode: the engine sets it through
+// the query's cursor (set_emulated).
 #pragma once
 
-#include "runtime/runtime.hpp"
+#include "runtime/callbacks/replay.hpp"
+#include "runtime/fast/pending.hpp"
+#include "runtime/fast/quiet_replay.hpp"
+#include "runtime/fast_path.hpp"
+#include "runtime/process/state.hpp"
+#include "runtime/process/thread_state.hpp"
 
 namespace attrcheck::rt {
 
 // Shadow mode: mirrors now a set the library made (and that was not deferred): through
 // Engine::set_attr_ran with the query's cursor, else through the replay. (h, key): what was set;
-// rc: what the library returned. Also the end of the full hook's set (hooks.cpp).
+// rc: what the library returned. Also the end of the full hook's set (set_hook.cpp).
 int mirror_library_set(const Call& call, Handle h, int key, std::uint64_t word, int rc, ReplayScope& replay);
 
-// defer_set's record of the set in t_state.pending (kShare: the thread level's, fast_path.hpp).
-// False: not deferred.
-template <Sharing kShare>
-[[gnu::always_inline]] inline bool record_pending(QueryCache::Entry& q, std::uint64_t word, const void* site,
-                                                  bool replaces) noexcept {
-  OwnerGate<kShare> gate;
-  if (!gate.open()) return false;
-  PendingSets& p = t_state.pending;
-  if (const std::uint8_t pending = q.pending) {
-    PendingSet& ps = p.sets[pending - 1];
-    ps.stamp = ++p.clock;
-    ps.site = site;
-  } else {
-    if (p.count == PendingSets::kMax || (p.count == 0 && !claim_pending<kShare>())) return false;
-    p.sets[p.count] = PendingSet{&q, q.word, ++p.clock, site, replaces, q.flag == 0};
-    q.pending = static_cast<std::uint8_t>(++p.count);
-    QueryCache::drop_other_answers(q);
-  }
-  q.word = word;
-  q.flag = 1;
-  return true;
-}
-// record_pending at the thread level's Sharing (one test below MPI_THREAD_SERIALIZED, two from it).
-[[gnu::always_inline]] inline bool record_pending_here(QueryCache::Entry& q, std::uint64_t word, const void* site,
-                                                       bool replaces) noexcept {
-  if (!g_fast.share_pending) return record_pending<Sharing::kOwn>(q, word, site, replaces);
-  if (g_fast.gate_pending) return record_pending<Sharing::kGated>(q, word, site, replaces);
-  return record_pending<Sharing::kSerialized>(q, word, site, replaces);
-}
+// Shadow mode: the end of a quick set whose runs the quiet replay collected and that cannot be
+// deferred: mirrored with those runs (mirror_library_set), in a call scope of its own. (h, key,
+// word): the set; rc: what the library returned. Returns what the call returns.
+// quiet_replace_mirrored: the same for a replacing set, which armed an expected run. (Two
+// functions, not a seventh argument: on the stack, it cost the set functions a frame pointer.)
+int quiet_set_mirrored(const Api& api, const void* caller, Handle h, int key, std::uint64_t word, int rc);
+int quiet_replace_mirrored(const Api& api, const void* caller, Handle h, int key, std::uint64_t word, int rc);
+// The same for a delete that did not cancel a set (delete_not_cancelled), inside the caller's
+// call scope.
+int quiet_delete_mirrored(const Call& call, Handle h, int key, int engine_key, int rc);
 
 // Defers a set the library made with rc MPI_SUCCESS if it ran exactly the callbacks the model
 // requires: the old value's delete callback, with that value, successfully (flag: a value was
@@ -74,7 +62,7 @@ template <Sharing kShare>
 // of an attribute, or a replace whose keyval has no user delete function) is checked by the
 // query's cache entry alone (checked_set: valid at the current layout, no callback of ours
 // running, MPI running) and its application to the engine waits, as a shadow set's does
-// (fast_path.hpp, "Deferred sets": the entry holds the answer, every hook's enter() applies the
+// (pending_sets.hpp, "Deferred sets": the entry holds the answer, every hook's enter() applies the
 // pending sets first, and so do the emulate quick ways before they touch the engine). A delete of
 // a set that made the attribute then cancels the pair in the cache (delete_emulated). Only where
 // the answer (what the set replaces) is known, and in the C binding, as in shadow mode. An answer
@@ -91,55 +79,8 @@ template <Sharing kShare>
   return record_pending_here(q, word, call.caller, false);
 }
 
-// Emulate mode: whether the cache may run a user delete callback itself (set_emulated,
-// delete_emulated), without the engine: while sets are deferred, in the C binding. (At
-// MPI_THREAD_MULTIPLE the change is announced first: CacheChange, below.)
-inline bool callbacks_from_cache(const Call& call) noexcept {
-  return g_fast.defer_sets.load(std::memory_order_relaxed) && call.api->binding == Binding::C;
-}
-
-// MPI_THREAD_MULTIPLE, emulate mode: the change of an object whose delete callback the cache runs
-// itself (hooks.cpp, change_from_cache), on the thread that owns the deferred sets. A second
-// thread may make its first call while the callback runs: it ends deferral and applies the
-// owner's sets to the engine (settle_elsewhere), the attribute the callback runs for included,
-// and the owner then makes its change through the engine without running the callback again
-// (change_after_callback). Meanwhile no other thread may change that object (say, delete the
-// attribute and run the callback on its value a second time, a thing no order of the two calls
-// does): the change is announced under the gate before the callback runs, and the thread that
-// ends deferral holds the object for the owner in the engine (Engine::hold_object: other threads'
-// changes of it wait as for callbacks the engine runs; the owner's change takes the hold over).
-// Calls on other objects never wait for the owner's callback, which may itself wait for them.
-// g_cache_change is read and written under g_pending_gate; holder nullptr: none announced.
-struct CacheChange {
-  const void* holder = nullptr;  // the owner's Engine::thread_token()
-  Handle object = 0;
-  ObjectKind kind = ObjectKind::Comm;
-};
-extern CacheChange g_cache_change;
-// Announces the owner's change of (kind, h). False (nothing announced): deferral has ended, the
-// engine's path makes the change.
-bool announce_cache_change(ObjectKind kind, Handle h) noexcept;
-// The announced change made: its end announced, and if deferral ended meanwhile, the object's
-// hold released (unless the change through the engine took it over).
-void end_cache_change(ObjectKind kind, Handle h) noexcept;
-// The cache's own end of the announced change (`finish`: it defers the replacing set, or cancels
-// the pending pair; at Sharing::kOwn: the gate is held here) with the end of the announcement,
-// under one hold of the gate. False, nothing done: deferral ended, or `finish` failed (then the
-// change is made through the engine, and end_cache_change follows).
-template <typename Finish>
-[[gnu::always_inline]] inline bool finish_cache_change(Finish& finish) noexcept {
-  const std::uint8_t found = lock_gate();
-  const bool done = found == kGateOpen && finish(std::integral_constant<Sharing, Sharing::kOwn>{});
-  if (done) g_cache_change.holder = nullptr;
-  unlock_gate(found);
-  return done;
-}
-// A C delete callback run as the engine's invoker runs it (callbacks.cpp): its frame, an
-// exception caught, an error reported. Returns what it returned (MPI_ERR_OTHER if it threw).
-int run_c_delete(ObjectKind kind, void* fn, Handle object, int key, std::uint64_t value, std::uint64_t extra);
-
 // Emulate mode: a set of a query this thread already checked (checked_set): deferred if it may
-// be, else set_emulated_undeferred, made through the query's cursor (hooks.cpp). `forward`: the
+// be, else set_emulated_undeferred, made through the query's cursor (set_hook.cpp). `forward`: the
 // library's set, for the full hook (on_set_attr) when the cursor no longer serves.
 int set_emulated_undeferred(const Call& call, QueryCache::Entry& q, Handle h, int key, std::uint64_t word,
                             const FnRef<int()>& forward);
@@ -172,14 +113,14 @@ template <typename Forward>
   return mirror_library_set(call, h, key, word, rc, replay);
 }
 
-// set_deferred's shadow set of a keyval without a user delete function (q.user_delete false):
-// the library's set can run no callback of ours (it runs the old value's delete function only,
-// which for this keyval is the library's own or none: keyval_hooks.cpp gives the library a trampoline
-// only for a user function), so there is nothing to collect and nothing a callback could name:
-// no call scope, no replay scope, no rt::Call, on the way to the library and back. (A get, which
-// runs no callback either, has never had them.) Deferred as defer_set defers it (nothing ran);
-// otherwise mirrored with an empty replay, which is what one would have collected. (~20
-// instructions a set: the scopes' stores and restores and the registers they kept.)
+// set_deferred's shadow set of a keyval without a user delete function (q.user_delete false): the
+// library's set can run no callback of ours (it runs the old value's delete function only, which
+// for this keyval is the library's own or none: keyval_hooks.cpp gives the library a trampoline
+// only for a user function), so there is nothing to collect and nothing a callback could name: no
+// call scope, no replay scope, no rt::Call, on the way to the library and back. (A get, which runs
+// no callback either, has never had them.) Deferred as defer_set defers it (nothing ran); otherwise
+// mirrored with an empty replay, which is what one would have collected. (The scopes' stores and
+// restores, and the registers they kept, were a sizeable part of a set.)
 template <typename Forward>
 [[gnu::always_inline]] inline int forward_plain_set(const Api& api, const void* caller, QueryCache::Entry& q, Handle h,
                                                     std::uint64_t query, std::uint64_t word, Forward& forward) {
@@ -203,14 +144,13 @@ template <typename Forward>
 // (q.flag 0, current): a conforming library runs no callback of ours (a first set deletes
 // nothing), so, as forward_plain_set, no call scope and no rt::Call on the way to the library;
 // the callbacks it runs all the same (it held a value the model did not know of) are collected
-// by the thread's quiet replay (runtime.hpp), one store each way, instead of a ReplayScope's
+// by the thread's quiet replay (quiet_replay.hpp), one store each way, instead of a ReplayScope's
 // Replay built and taken down on the stack. Deferred if nothing ran and nothing moved (as
 // forward_plain_set); anything else is mirrored with what ran (quiet_set_mirrored), which
 // reports a delete callback the standard does not call here as a ReplayScope's replay did. (The
 // one thing such an unexpected callback's run lacks is the call scope while it runs: a finding
 // it raises itself, a failure or an exception, names the call "MPI" rather than
-// MPI_Comm_set_attr; the divergence names the call.) (Set + delete [user]: ours ~16 instructions
-// less, callgrind, both libraries.)
+// MPI_Comm_set_attr; the divergence names the call.)
 template <typename Forward>
 [[gnu::always_inline]] inline int forward_first_set(const Api& api, const void* caller, QueryCache::Entry& q, Handle h,
                                                     std::uint64_t query, std::uint64_t word, Replay& quiet,
@@ -223,20 +163,6 @@ template <typename Forward>
       record_pending_here(q, word, caller, false))
     return rc;
   return quiet_set_mirrored(api, caller, h, QueryCache::key_of(query), word, rc);
-}
-
-// The delete callback run the model requires of the attribute (h, engine_key) holding `value`,
-// expected of the library while the quiet replay collects (fast_path.hpp: ExpectedRun).
-[[gnu::always_inline]] inline void expect_run(Handle h, int engine_key, std::uint64_t value) noexcept {
-  ExpectedRun& e = t_state.ctx.expected;
-  e.object = h;
-  e.value = value;
-  e.engine_id = engine_key;
-  e.state = kExpectArmed;
-}
-// Whether the library made that run and nothing else (the quiet replay logged nothing).
-[[gnu::always_inline]] inline bool ran_only_expected(const Replay& quiet) noexcept {
-  return t_state.ctx.expected.state == kExpectRan && quiet.seen.size() == 0;
 }
 
 // set_deferred's shadow set replacing a value whose keyval has a user delete function: the
@@ -275,7 +201,7 @@ template <typename Forward>
                                                          int* rc) {
   if (q.layout() != layout_stamp()) return false;
   // set_emulated's body, written out: calling it built the library call's FnRef before the
-  // deferral test, on every deferred set (~30 instructions an emulate set, callgrind).
+  // deferral test, on every deferred set.
   const Call call{&api, caller};
   if (__builtin_expect(defer_emulated_set(call, q, word), 1)) {
     *rc = MPI_SUCCESS;
@@ -307,15 +233,14 @@ template <typename Forward>
   return true;
 }
 
-// The cached query a delete may take a quick way with (delete_cached), or nullptr (then call
-// the full hook, on_delete_attr): as checked_set. In shadow mode only a delete that cancels a
-// set this thread deferred is quick, so there the test starts with whether any set is pending;
-// and the usual such delete is of the set deferred last (a set + delete pair), whose entry the
-// last pending record names: taken from there if it holds this query, without the cache lookup
-// (hash, two ways: ~12 instructions a delete). That is the entry the lookup finds (a query has
-// one entry in the cache), and one that holds a pending set has its cursor; the one test of
-// checked_set's left out, the layout stamp, is delete_cancels_set's first (a current answer:
-// every layout change is a version change).
+// The cached query a delete may take a quick way with (delete_cached), or nullptr (then call the
+// full hook, on_delete_attr): as checked_set. In shadow mode only a delete that cancels a set this
+// thread deferred is quick, so there the test starts with whether any set is pending; and the usual
+// such delete is of the set deferred last (a set + delete pair), whose entry the last pending
+// record names: taken from there if it holds this query, without the cache lookup (hash, two ways).
+// That is the entry the lookup finds (a query has one entry in the cache), and one that holds a
+// pending set has its cursor; the one test of checked_set's left out, the layout stamp, is
+// delete_cancels_set's first (a current answer: every layout change is a version change).
 // shadow_delete_entry: checked_delete's shadow half (the C delete wrappers test the mode once,
 // themselves, where the wrapper's test and checked_delete's were two).
 inline QueryCache::Entry* shadow_delete_entry(const Api& api, Handle h, int key) noexcept {
@@ -331,53 +256,26 @@ inline QueryCache::Entry* checked_delete(const Api& api, Handle h, int key) noex
 }
 
 // The quick ways of a delete of checked_delete's entry `q` for (h, key): shadow mode, the delete
-// that cancels a deferred set (below); emulate mode, through the query's cursor (hooks.cpp).
+// that cancels a deferred set (below); emulate mode, through the query's cursor (delete_hook.cpp).
 // False, with nothing done, if the call is not such a delete: then the full hook decides. True:
 // *rc is what the call returns.
 bool delete_emulated(const Call& call, QueryCache::Entry& q, Handle h, int key, int* rc);
 
-// Drops q's pending set (record `pending` - 1), which a delete cancelled: the engine's answer is
-// q's again (absent). False, with nothing done, if (MPI_THREAD_MULTIPLE) another thread applied
-// it meanwhile. kShare: the thread level's (the gate, pending_owner; fast_path.hpp).
-template <Sharing kShare>
-[[gnu::always_inline]] inline bool cancel_pending(QueryCache::Entry& q, std::uint8_t pending) noexcept {
-  OwnerGate<kShare> gate;
-  if (!gate.open()) return false;
-  PendingSets& p = t_state.pending;
-  const int i = pending - 1;
-  if (i != p.count - 1) {
-    p.sets[i] = p.sets[p.count - 1];
-    p.sets[i].entry->pending = static_cast<std::uint8_t>(i + 1);
-  }
-  if (--p.count == 0 && kShare == Sharing::kSerialized) release_pending();
-  q.pending = 0;
-  q.word = 0;
-  q.flag = 0;  // at the version the caller read: the engine's answer
-  return true;
-}
-// cancel_pending at the thread level's Sharing (as record_pending_here).
-[[gnu::always_inline]] inline bool cancel_pending_here(QueryCache::Entry& q, std::uint8_t pending) noexcept {
-  if (!g_fast.share_pending) return cancel_pending<Sharing::kOwn>(q, pending);
-  if (g_fast.gate_pending) return cancel_pending<Sharing::kGated>(q, pending);
-  return cancel_pending<Sharing::kSerialized>(q, pending);
-}
-
-// The end of a delete the library made that did not cancel a set (hooks.cpp): the sets pending
-// are applied, then the delete is mirrored the usual way. Returns what the call returns.
+// The end of a delete the library made that did not cancel a set (delete_hook.cpp): the sets
+// pending are applied, then the delete is mirrored the usual way. Returns what the call returns.
 int delete_not_cancelled(const Call& call, Handle h, int key, int engine_key, int rc, ReplayScope& replay);
 
-// Shadow mode, the delete of an attribute whose set this thread deferred (fast_path.hpp,
-// "Deferred sets") and that no attribute preceded: the pair cancels out. The engine still holds
-// the state before the set (no attribute), so once the library has deleted the value running
-// what the standard requires (the set value's delete callback, successfully, or nothing), the
-// pending set is dropped and the engine is left alone: no set applied, no delete mirrored
-// (set + delete [user] ~1,780 -> ~1,330 instructions, Open MPI, callgrind). The checks the full
+// Shadow mode, the delete of an attribute whose set this thread deferred (pending_sets.hpp,
+// "Deferred sets") and that no attribute preceded: the pair cancels out. The engine still holds the
+// state before the set (no attribute), so once the library has deleted the value running what the
+// standard requires (the set value's delete callback, successfully, or nothing), the pending set is
+// dropped and the engine is left alone: no set applied, no delete mirrored. The checks the full
 // hook would make hold: the query was found valid at the current layout (while MPI runs:
-// g_fast.open), and its current answer (the pending set's) says the attribute is present.
-// Called before enter(), which would apply the set. Inline in the C delete wrappers, with the
-// library call by value (gen_wrappers.py: split_delete); the full hook passes its FnRef.
-// False, with nothing done, if the call is not such a delete; true: the call was made, and *rc
-// is what it returns (anything unexpected is mirrored the usual way).
+// g_fast.open), and its current answer (the pending set's) says the attribute is present. Called
+// before enter(), which would apply the set. Inline in the C delete wrappers, with the library call
+// by value (gen_wrappers.py: split_delete); the full hook passes its FnRef. False, with nothing
+// done, if the call is not such a delete; true: the call was made, and *rc is what it returns
+// (anything unexpected is mirrored the usual way).
 template <typename Forward>
 [[gnu::always_inline]] inline bool delete_cancels_set(const Call& call, QueryCache::Entry& q, Handle h, int key,
                                                       Forward&& forward, int* rc) {

@@ -4,7 +4,7 @@
 // native: same-stdout
 /* A dup + free of one communicator made from inside the copy and delete callbacks of another's
  * dup + free (legal: the callbacks run for the other object). Shadow mode logs the callbacks the
- * library runs for the object a dup or free is about (src/runtime/object_hooks.cpp, LogRuns):
+ * library runs for the object a dup or free is about (src/runtime/hooks/object_hooks.cpp, LogRuns):
  * the inner dup and free must neither take the outer ones' log nor lose what it holds (the outer
  * mirror would then find the library's runs missing: impl.divergence). Plain keys, whose callbacks
  * make no MPI call, are set before and after the nesting ones, so that whichever order the library

@@ -4,7 +4,7 @@
 // native: same-stdout
 /* Keyvals created after a long churn of creates and frees. In shadow mode such a create is handed
  * a library key held in the quarantine whose 4,096 later frees are over, as it is, without the
- * library's free and create (src/runtime/keyvals.cpp, docs/rules.md keyval.freed): the library
+ * library's free and create (src/runtime/process/keyvals.cpp, docs/rules.md keyval.freed): the library
  * still holds that key with attrcheck's trampolines and the record the new keyval is made in. Each
  * new key must behave as a key of its own: its own copy and delete functions and extra_state, on
  * dup, on free and on delete, in the order the standard says. A key freed while its attribute is

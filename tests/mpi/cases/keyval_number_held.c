@@ -2,7 +2,7 @@
 // clean
 // exit: 0
 /* A freed keyval's number is not handed out again before 4,096 later keyval frees in shadow mode
- * (the quarantine, src/runtime/keyvals.cpp; held keys are released in batches of 512, highest
+ * (the quarantine, src/runtime/process/keyvals.cpp; held keys are released in batches of 512, highest
  * number first), however long the program has been churning keyvals; natively Open MPI hands it
  * to the very next key created. Keys are freed and created one at a time, past several batch
  * releases; every new key's number is checked against the numbers of the last HOLD frees.

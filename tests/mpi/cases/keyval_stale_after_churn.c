@@ -2,7 +2,7 @@
 // expect: keyval.freed
 // clean
 // exit: 0
-/* Keyval churn far past shadow mode's quarantine (src/runtime/keyvals.cpp: a freed key's number
+/* Keyval churn far past shadow mode's quarantine (src/runtime/process/keyvals.cpp: a freed key's number
  * is not given back to the library before 4,096 later frees, and held keys are released in batches
  * of 512), and a stale copy of a key freed 4,095 frees ago is still told apart: at several phases
  * of the batch cycle, a key is freed, 4,095 other keys are created and freed, a new key is created

@@ -3,7 +3,7 @@
 // exit: 0
 // native: same-stdout
 /* MPI_THREAD_MULTIPLE: 4 pthreads create and free keyvals concurrently, far past shadow mode's
- * quarantine (src/runtime/keyvals.cpp holds 4,096 freed keys back and then hands them out again to
+ * quarantine (src/runtime/process/keyvals.cpp holds 4,096 freed keys back and then hands them out again to
  * later creates), so the quarantine's ring and ready set and the library-key map are updated by
  * several threads at once: they are locked at MPI_THREAD_MULTIPLE only (below it calls never
  * overlap). Each round a thread creates a keyval with its own extra_state, checks that no other
