@@ -2,9 +2,9 @@
 
 The build writes lib/attrcheck/mpi-build.json (the library, its version as mpi.h says, and its
 launcher); the profile itself (the launcher's exit status without MPI_Finalize, and the release
-series' known divergences, behaviours and error classes) is parsed from src/runtime/mpi_profile.def,
+series' known divergences, behaviours and error classes) is parsed from src/runtime/profile/mpi_profile.def,
 the file the runtime is compiled from. The release series is chosen from the version as the
-runtime chooses it from MPI_Get_library_version (release_for in src/runtime/mpi_profile.cpp).
+runtime chooses it from MPI_Get_library_version (release_for in src/runtime/profile/mpi_profile.cpp).
 
     cfg = mpi_config.load(BUILD_DIR)
     cfg.mpiexec(2, "./app")          -> ["/usr/bin/mpiexec.mpich", "-n", "2", "./app"]
@@ -16,7 +16,7 @@ import os
 import re
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEF = os.path.join(HERE, "..", "src", "runtime", "mpi_profile.def")
+DEF = os.path.join(HERE, "..", "src", "runtime", "profile", "mpi_profile.def")
 
 # What every test's environment carries. Open MPI refuses to run as root and to oversubscribe
 # the 2 cores without these, and its default one-sided component cannot create windows here;

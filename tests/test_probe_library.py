@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`attrcheck --probe-library` against the MPI library the build is for: the probes (src/probes/)
 run natively and every answer must be what the profile of the library's release series
-(src/runtime/mpi_profile.def) says, so the profile stays true to the library it describes; the
+(src/runtime/profile/mpi_profile.def) says, so the profile stays true to the library it describes; the
 release chosen is the one the tests expect (tests/mpi_config.py). Compared with another library's
 profile, the same answers must show as differences (exit 1), and an unknown profile is an error
 (exit 2).

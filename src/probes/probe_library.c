@@ -6,7 +6,7 @@
  *   divergence ID yes|no          whether it departs from the standard in the way ID names
  *   behaviour ID yes|no           what it does where the standard leaves it open
  *
- * Each ID is an entry of the library profiles (src/runtime/mpi_profile.def); `attrcheck
+ * Each ID is an entry of the library profiles (src/runtime/profile/mpi_profile.def); `attrcheck
  * --probe-library` runs this program and prints where the answers differ from the profile of the
  * library version at hand. Run with 2 processes (the intercommunicator questions need two); only
  * rank 0 prints. The answers about MPI_Finalize are printed after it returns. Every question cleans

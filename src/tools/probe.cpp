@@ -1,10 +1,10 @@
 // attrcheck --probe-library: runs the library probes (src/probes/) natively under the MPI
 // launcher, reads their answers and prints them beside the profile of the library's release
-// series (src/runtime/mpi_profile.def), marking every difference.
+// series (src/runtime/profile/mpi_profile.def), marking every difference.
 #include "probe.hpp"
 
 #include "report/suppress.hpp"  // data_dir
-#include "runtime/mpi_profile_table.hpp"
+#include "runtime/profile/mpi_profile_table.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -264,7 +264,7 @@ int probe_library(const std::vector<std::string>& launcher_args, const std::stri
   for (const std::string& n : notes) std::printf("note: %s\n", n.c_str());
   if (differences)
     std::printf("attrcheck: %d answer(s) differ from the profile %s (marked !): add a release to "
-                "src/runtime/mpi_profile.def from these answers, or tell attrcheck's maintainers\n",
+                "src/runtime/profile/mpi_profile.def from these answers, or tell attrcheck's maintainers\n",
                 differences, release->id);
   else
     std::printf("attrcheck: the library answers as its profile %s says\n", release->id);

@@ -37,7 +37,7 @@ A case is a C, C++ or Fortran program whose first comment lines (// or !) say wh
   // expect-on LIBRARY[/MODE]: RULE...           expected only on that library or release series
                                                (openmpi, mpich-4.2), and only in MODE if given:
                                                where the program itself runs into what differs
-  // divergence: ID...                           known library divergences (src/runtime/mpi_profile.def)
+  // divergence: ID...                           known library divergences (src/runtime/profile/mpi_profile.def)
                                                the program runs into: where the built library's
                                                profile lists one, shadow mode must say so in one
                                                library.divergence note (info) naming it, never as

@@ -2,7 +2,7 @@
 // runs the library made, and whatever the library ran that the model did not ask for reported.
 #include "runtime/callbacks/replay.hpp"
 
-#include "runtime/mpi_profile.hpp"
+#include "runtime/profile/mpi_profile.hpp"
 #include "runtime/process/findings.hpp"
 #include "runtime/process/keyvals.hpp"
 #include "runtime/process/objects.hpp"

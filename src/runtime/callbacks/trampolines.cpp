@@ -10,7 +10,7 @@
 #include "runtime/callbacks/run.hpp"
 #include "runtime/callbacks/trampolines.hpp"
 #include "runtime/process/fast_state.hpp"
-#include "runtime/mpi_profile.hpp"
+#include "runtime/profile/mpi_profile.hpp"
 #include "runtime/process/keyvals.hpp"
 #include "runtime/process/library.hpp"
 #include "runtime/process/frees_under_way.hpp"

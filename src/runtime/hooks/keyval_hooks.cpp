@@ -6,7 +6,7 @@
 
 #include "runtime/callbacks/trampolines.hpp"
 #include "runtime/hooks/hook_common.hpp"
-#include "runtime/mpi_profile.hpp"
+#include "runtime/profile/mpi_profile.hpp"
 
 namespace attrcheck::rt {
 

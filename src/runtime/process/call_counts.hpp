@@ -15,7 +15,7 @@
 
 #include "report/report.hpp"
 #include "runtime/process/thread_state.hpp"
-#include "runtime/mpi_profile.hpp"
+#include "runtime/profile/mpi_profile.hpp"
 
 namespace attrcheck::rt {
 

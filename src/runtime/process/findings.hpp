@@ -4,7 +4,7 @@
 
 #include "attrcheck/engine.hpp"
 #include "report/report.hpp"
-#include "runtime/mpi_profile.hpp"
+#include "runtime/profile/mpi_profile.hpp"
 #include "runtime/process/call.hpp"
 
 namespace attrcheck::rt {

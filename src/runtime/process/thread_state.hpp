@@ -10,7 +10,7 @@
 #include "report/report.hpp"
 #include "runtime/fast/pending_sets.hpp"
 #include "runtime/fast/query_cache.hpp"
-#include "runtime/mpi_profile.hpp"
+#include "runtime/profile/mpi_profile.hpp"
 #include "runtime/process/call.hpp"
 
 namespace attrcheck::rt {

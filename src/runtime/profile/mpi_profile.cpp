@@ -1,6 +1,6 @@
 // The library profile: the known divergences' table, the run-time check of the library, and the
 // predefined callbacks by address.
-#include "runtime/mpi_profile.hpp"
+#include "runtime/profile/mpi_profile.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <strings.h>
 
-#include "runtime/hooks.hpp"
+#include "runtime/process/library.hpp"  // fortran_pmpi
 
 namespace attrcheck::rt {
 

@@ -15,7 +15,7 @@ namespace attrcheck::rt {
 #define SEEN(...)
 #define ERROR_CLASS(...)
 enum class Library : unsigned char {
-#include "runtime/mpi_profile.def"
+#include "runtime/profile/mpi_profile.def"
   Unknown
 };
 #undef LIBRARY
@@ -23,7 +23,7 @@ enum class Library : unsigned char {
 #define LIBRARY(...)
 #define RELEASE(Enum, ...) Enum,
 enum class Release : unsigned char {
-#include "runtime/mpi_profile.def"
+#include "runtime/profile/mpi_profile.def"
   Unknown
 };
 #undef LIBRARY
@@ -45,7 +45,7 @@ struct MpiProfile {
   {Library::Enum, id, name, marker, null_fns, through_c, fortran_key_offset, exit_status, f08_prefix},
 #define RELEASE(...)
 inline constexpr MpiProfile kProfiles[] = {
-#include "runtime/mpi_profile.def"
+#include "runtime/profile/mpi_profile.def"
     {Library::Unknown, "unknown", "an unknown MPI library", "", false, false, 0, "nonzero", "pmpi_"},
 };
 #undef LIBRARY
@@ -63,7 +63,7 @@ struct ReleaseProfile {
 #define LIBRARY(...)
 #define RELEASE(Enum, Lib, id, name, from, probed) {Release::Enum, Library::Lib, id, name, from, probed},
 inline constexpr ReleaseProfile kReleases[] = {
-#include "runtime/mpi_profile.def"
+#include "runtime/profile/mpi_profile.def"
     {Release::Unknown, Library::Unknown, "unknown", "an unknown release", "", ""},
 };
 #undef LIBRARY
@@ -106,7 +106,7 @@ struct KnownDivergence {
 #define ERROR_CLASS(...)
 #define DIVERGENCE(id, Site, call, behaviour, standard) {id, DivergenceSite::Site, call, behaviour, standard},
 inline constexpr KnownDivergence kDivergences[] = {
-#include "runtime/mpi_profile.def"
+#include "runtime/profile/mpi_profile.def"
 };
 #undef DIVERGENCE
 #undef BEHAVIOUR
@@ -123,7 +123,7 @@ struct Behaviour {
 #define ERROR_CLASS(...)
 #define BEHAVIOUR(id, meaning) {id, meaning},
 inline constexpr Behaviour kBehaviours[] = {
-#include "runtime/mpi_profile.def"
+#include "runtime/profile/mpi_profile.def"
 };
 #undef BEHAVIOUR
 #undef SEEN
@@ -136,7 +136,7 @@ struct Seen {
 #define BEHAVIOUR(...)
 #define SEEN(Rel, id) {Release::Rel, id},
 inline constexpr Seen kSeen[] = {
-#include "runtime/mpi_profile.def"
+#include "runtime/profile/mpi_profile.def"
 };
 #undef SEEN
 #undef ERROR_CLASS
@@ -150,7 +150,7 @@ struct LibraryErrorClass {
 #define SEEN(...)
 #define ERROR_CLASS(Rel, situation, cls) {Release::Rel, situation, cls},
 inline constexpr LibraryErrorClass kErrorClasses[] = {
-#include "runtime/mpi_profile.def"
+#include "runtime/profile/mpi_profile.def"
 };
 #undef LIBRARY
 #undef RELEASE

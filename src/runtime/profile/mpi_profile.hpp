@@ -12,7 +12,7 @@
 #include <mpi.h>
 
 #include "attrcheck/engine.hpp"
-#include "runtime/mpi_profile_table.hpp"
+#include "runtime/profile/mpi_profile_table.hpp"
 
 namespace attrcheck::rt {
 
