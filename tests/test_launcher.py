@@ -121,9 +121,10 @@ class LauncherTest(unittest.TestCase):
 
     @unittest.skipUnless(MPI.library == "openmpi", "Debian's python3-mpi4py is built against Open MPI only")
     def test_default_suppressions_leave_out_mpi4py_lock_table_only(self):
-        # A pickled collective makes mpi4py (Debian python3-mpi4py 3.1.4) cache its lock table on
-        # MPI_COMM_WORLD: benign, suppressed by default, counted. The program's own attribute with
-        # a delete callback on MPI_COMM_WORLD, set through mpi4py too, is still reported.
+        # A pickled collective makes mpi4py (Debian's python3-mpi4py: 3.1.4, 4.0.3) cache its lock
+        # table on MPI_COMM_WORLD: benign, suppressed by default, counted. The program's own
+        # attribute with a delete callback on MPI_COMM_WORLD, set through mpi4py too, is still
+        # reported.
         program = ("from mpi4py import MPI\n"
                    "c = MPI.COMM_WORLD\n"
                    "print(c.allreduce(c.Get_rank()))\n"
