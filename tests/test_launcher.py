@@ -98,6 +98,23 @@ class LauncherTest(unittest.TestCase):
         self.assertIn("the command failed with exit status", p.stderr)
         self.assertIn("aborted", {r["status"] for r in self.merged()["ranks"]})
 
+    def test_a_rank_that_did_not_end_normally_fails_a_command_that_exited_0(self):
+        # What an MPI launcher that loses a rank's end does (MPICH 4.2.1's Hydra exits 0 when two
+        # ranks end abnormally at once), here made certain: the command is a shell that runs
+        # mpiexec and exits 0 whatever it returned. The ranks' own reports still say it.
+        swallow = ["sh", "-c", '"$@"; exit 0', "sh"]
+        for case, status, words in (("case_crash_no_finalize", 128 + 11, "rank 0 ended by signal 11"),
+                                    ("case_killed_after_finding", 128 + 9,
+                                     "rank 0 was killed before it could write its report")):
+            p = run([LAUNCHER, "--output", self.out, "--fail-on", "never", "--", *swallow,
+                     *mpirun(1, os.path.join(CASES, case))])
+            self.assertEqual(p.returncode, status, p.stderr)
+            self.assertIn(f"the command exited 0, but {words}", p.stderr)
+            self.assertEqual(self.merged()["exit_code"], 0)  # the report keeps the command's own
+        # A run whose ranks all ended normally keeps the command's 0.
+        self.assertEqual(run([LAUNCHER, "--output", self.out, "--fail-on", "never", "--", *swallow,
+                              *mpirun(1, DEMO)]).returncode, 0)
+
     def test_stale_reports_of_an_earlier_run_are_not_merged(self):
         run([LAUNCHER, "--output", self.out, "--", *mpirun(2, DEMO)])
         run([LAUNCHER, "--output", self.out, "--", *mpirun(1, DEMO)])

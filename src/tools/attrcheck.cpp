@@ -33,9 +33,10 @@ Typical uses:
   attrcheck -- mpirun -np 4 ./app        preload into every rank mpirun starts (locally)
   mpirun -np 4 attrcheck -- ./app        each rank preloads itself (no -x needed))";
 
-constexpr const char* kFooter = R"(exit status: the command's own status if it failed (signals as 128+N); otherwise 1 if
-findings at or above --fail-on were reported; otherwise 0. Errors in attrcheck's own
-arguments exit 2.)";
+constexpr const char* kFooter = R"(exit status: the command's own status if it failed (signals as 128+N); if it exited 0
+although a rank's own report says that the rank ended by a signal, 128+N (or 137 for a
+rank killed before it could write its report); otherwise 1 if findings at or above
+--fail-on were reported; otherwise 0. Errors in attrcheck's own arguments exit 2.)";
 
 const char* const kRankEnv[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
 
@@ -232,6 +233,32 @@ int run(const std::vector<std::string>& command, const std::map<std::string, std
   return WEXITSTATUS(status);
 }
 
+// What a run whose command exited 0 ends with when a rank's own report says it did not end
+// normally (0 if none does): a rank that ended by a signal, 128+N; one killed before it could
+// write its report (only its journal is left, still "running": SIGKILL is the one signal no
+// handler sees), 128+SIGKILL. The MPI launcher can lose that: MPICH 4.2.1's mpiexec (Hydra)
+// exits 0 when two ranks end abnormally at once (pmodels/mpich#7057, fixed after 4.2.1).
+int abnormal_end(const Json& merged) {
+  const Json* ranks = member(merged, "ranks");
+  if (!ranks || !ranks->is_array()) return 0;
+  for (const Json& r : *ranks) {
+    const std::string status = text(r, "status");
+    if (status != "signal" && status != "running") continue;
+    const std::string job = job_of(r);
+    const std::string who = "rank " + (is_int(member(r, "rank")) ? std::to_string(integer(r, "rank", 0)) : "?") +
+                            (job.empty() ? "" : " of spawned job " + job);
+    const long long sig = status == "signal" ? integer(r, "signal", 0) : SIGKILL;
+    if (status == "signal")
+      std::fprintf(stderr, "attrcheck: the command exited 0, but %s ended by signal %lld (its report says so)\n",
+                   who.c_str(), sig);
+    else
+      std::fprintf(stderr, "attrcheck: the command exited 0, but %s was killed before it could write its report "
+                   "(its journal is all it left)\n", who.c_str());
+    return sig > 0 && sig < 128 ? static_cast<int>(128 + sig) : 1;
+  }
+  return 0;
+}
+
 std::string library() {
   std::string path = data_dir();
   path = path.substr(0, path.rfind('/')) + "/libattrcheck.so";  // PREFIX/lib/libattrcheck.so
@@ -308,5 +335,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "attrcheck: the command failed with exit status %d\n", status);
     return status;
   }
+  if (const int crashed = abnormal_end(merged)) return crashed;
   return gating.empty() ? 0 : 1;
 }
