@@ -98,22 +98,28 @@ class LauncherTest(unittest.TestCase):
         self.assertIn("the command failed with exit status", p.stderr)
         self.assertIn("aborted", {r["status"] for r in self.merged()["ranks"]})
 
-    def test_a_rank_that_did_not_end_normally_fails_a_command_that_exited_0(self):
+    def test_a_crash_fails_a_command_that_exited_0(self):
         # What an MPI launcher that loses a rank's end does (MPICH 4.2.1's Hydra exits 0 when two
         # ranks end abnormally at once), here made certain: the command is a shell that runs
         # mpiexec and exits 0 whatever it returned. The ranks' own reports still say it.
         swallow = ["sh", "-c", '"$@"; exit 0', "sh"]
-        for case, status, words in (("case_crash_no_finalize", 128 + 11, "rank 0 ended by signal 11"),
+        for case, status, words in (("case_crash_no_finalize", 128 + 11,
+                                     "rank 0 crashed: its report says signal 11 ended it"),
                                     ("case_killed_after_finding", 128 + 9,
-                                     "rank 0 was killed before it could write its report")):
+                                     "every rank was killed before it could write its report")):
             p = run([LAUNCHER, "--output", self.out, "--fail-on", "never", "--", *swallow,
                      *mpirun(1, os.path.join(CASES, case))])
             self.assertEqual(p.returncode, status, p.stderr)
             self.assertIn(f"the command exited 0, but {words}", p.stderr)
             self.assertEqual(self.merged()["exit_code"], 0)  # the report keeps the command's own
-        # A run whose ranks all ended normally keeps the command's 0.
+        # A run whose ranks all ended normally keeps the command's 0, and so does one whose other
+        # ranks its launcher may kill once one ended by itself (exit_no_finalize: MPICH's mpiexec
+        # kills them, SIGKILL, and exits 0).
         self.assertEqual(run([LAUNCHER, "--output", self.out, "--fail-on", "never", "--", *swallow,
                               *mpirun(1, DEMO)]).returncode, 0)
+        p = run([LAUNCHER, "--output", self.out, "--fail-on", "never", "--", *swallow,
+                 *mpirun(2, os.path.join(CASES, "case_exit_no_finalize"))])
+        self.assertEqual(p.returncode, 0, p.stderr)
 
     def test_stale_reports_of_an_earlier_run_are_not_merged(self):
         run([LAUNCHER, "--output", self.out, "--", *mpirun(2, DEMO)])
