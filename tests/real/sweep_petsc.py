@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The PETSc sweep: many of PETSc 3.18's own examples under attrcheck (Open MPI), the first promise
+"""The PETSc sweep: many of PETSc's own examples under attrcheck (Open MPI), the first promise
 (no false positive on real software) checked wider than the ctest `real` suite's six tutorials.
 
 For each example of the set (below: every sys test and tutorial, plus a spread of vec, mat, ksp,
