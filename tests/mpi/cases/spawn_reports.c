@@ -13,14 +13,14 @@
  * Where the MPI library cannot spawn here, the case is skipped, not failed, and never left
  * waiting: the program runs natively first and exits with 77 after printing the library's error
  * (run_case.py, native-skip). Errors are returned, not fatal, so that both failures end every
- * process: MPI_Comm_spawn failing (Debian 12's MPICH 4.0.2 over UCX fails every spawn; Open MPI 5
- * when it is not allowed to oversubscribe), and a spawned job that cannot reach its parents (Open
- * MPI 5.0.7 reaches another job on the node through its TCP component only, its shared-memory one
- * not knowing that job's host, "is on host: unknown"; and the TCP component finds no reachable
- * pairing of interfaces unless it is given the loopback: the env line). A job whose peers fail to
- * reach it would wait for them for ever (Open MPI 5's launcher does not end the parents' job when
- * the children's aborts), so the first message goes both ways and each side tells its own job
- * whether it got through. */
+ * process: MPI_Comm_spawn failing (Debian's MPICH, 4.0.2 and 4.2.1 over UCX, fails every spawn;
+ * Open MPI 5 when it is not allowed to oversubscribe), and a spawned job that cannot reach its
+ * parents (Open MPI 5.0.7 reaches another job on the node through its TCP component only, its
+ * shared-memory one not knowing that job's host, "is on host: unknown"; and the TCP component
+ * finds no reachable pairing of interfaces unless it is given the loopback: the env line). A job
+ * whose peers fail to reach it would wait for them for ever (Open MPI 5's launcher does not end
+ * the parents' job when the children's aborts), so the first message goes both ways and each side
+ * tells its own job whether it got through. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
