@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The PETSc sweep (README, "Tested on real software"): ~90 of PETSc 3.18's own examples (every sys
-# test and tutorial, a spread of vec, mat, ksp, snes, ts, tao and dm tutorials), each built against
-# `pkg-config petsc` and run natively and under attrcheck in shadow and emulate mode at 1 and 2
-# ranks, compared by tests/real/run_real.py (exit status, each rank's stdout, no error or warning
-# finding beyond tests/real/allow/petsc.txt). Prints one table; exit status 1 if any run differs.
+# The PETSc sweep (README, "Tested on real software"): ~90 of PETSc's own examples (the PETSc the
+# distribution has: 3.18 on Debian 12, 3.22 on Debian 13; every sys test and tutorial, a spread of
+# vec, mat, ksp, snes, ts, tao and dm tutorials), each built against `pkg-config petsc` and run
+# natively and under attrcheck in shadow and emulate mode at 1 and 2 ranks, compared by
+# tests/real/run_real.py (exit status, each rank's stdout, no error or warning finding beyond
+# tests/real/allow/petsc.txt). Prints one table; exit status 1 if any run differs.
 # Needs scripts/install-deps.sh (PETSc and its examples) and an Open MPI build (scripts/build.sh).
 #   BUILD_DIR   the attrcheck build (default build/)
 #   SCRATCH     where the examples are built and run (default /tmp/attrcheck-sweep-petsc)

@@ -14,17 +14,20 @@ runtime chooses it from MPI_Get_library_version (release_for in src/runtime/prof
 import json
 import os
 import re
+import shlex
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEF = os.path.join(HERE, "..", "src", "runtime", "profile", "mpi_profile.def")
 
 # What every test's environment carries. Open MPI refuses to run as root and to oversubscribe
-# the 2 cores without these, and its default one-sided component cannot create windows here;
-# MPICH ignores them.
+# the 2 cores without these (Open MPI 4's mpirun reads rmaps_base_oversubscribe; Open MPI 5's
+# launcher, PRRTE, has its own parameter, rmaps_default_mapping_policy, and each ignores the
+# other's), and its default one-sided component cannot create windows here; MPICH ignores them.
 ENV = {
     "OMPI_ALLOW_RUN_AS_ROOT": "1",
     "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
     "OMPI_MCA_rmaps_base_oversubscribe": "1",
+    "PRTE_MCA_rmaps_default_mapping_policy": ":oversubscribe",
     "OMPI_MCA_osc": "^ucx",
 }
 
@@ -131,32 +134,33 @@ class Config:
     def mpiexec(self, np, *command):
         return [self.launcher, self.numproc_flag, str(np), *command]
 
-    def per_rank_stdout(self, directory):
-        """The launcher's options that write each rank's stdout to a file of its own under
-        `directory` (read back with rank_stdout): interleaved ranks cannot garble each other's
-        lines there. (Open MPI's --tag-output would not do: it tags each chunk a rank writes, even
-        mid-line.) Makes `directory` (Hydra does not)."""
+    def per_rank_command(self, directory, np, command):
+        """The launcher's command that starts `command` on `np` ranks, each writing its stdout to a
+        file of its own under `directory` (read back with rank_stdout): interleaved ranks cannot
+        garble each other's lines there. (Open MPI's --tag-output would not do: it tags each chunk
+        a rank writes, even mid-line.) Hydra (MPICH) writes the files itself (-outfile-pattern).
+        Open MPI's --output-filename is not used: with Open MPI 5.0.7 (PMIx 5.0.7) each rank's
+        stream tries to create the directory, all but the first fail ("PMIX_ERR_EXISTS in file
+        pmix_iof.c") and their output is lost; so each rank is started through `sh`, which sends
+        its stdout to DIR/rank.N.stdout (N: OMPI_COMM_WORLD_RANK, which Open MPI 4 and 5 set)
+        before it becomes the program (exec). Jobs the program spawns are started without it, as
+        the program asks. Makes `directory`."""
         os.makedirs(directory, exist_ok=True)
         if self.library == "openmpi":
-            return ["--output-filename", directory]
-        return ["-outfile-pattern", os.path.join(directory, "rank.%r.stdout")]  # Hydra's
+            target = shlex.quote(os.path.join(directory, "rank."))
+            script = f'exec "$@" >{target}"$OMPI_COMM_WORLD_RANK".stdout'
+            return [self.launcher, self.numproc_flag, str(np), "sh", "-c", script, "sh", *command]
+        return [self.launcher, "-outfile-pattern", os.path.join(directory, "rank.%r.stdout"),  # Hydra's
+                self.numproc_flag, str(np), *command]
 
     def rank_stdout(self, directory):
-        """{rank: text} of what per_rank_stdout(directory) made the launcher write, for the first
-        job only (jobs a program spawns are not its ranks)."""
+        """{rank: text} of what per_rank_command(directory, ...) made the ranks write: DIR/rank.N.stdout
+        (the first job's only: jobs a program spawns are not its ranks)."""
         ranks = {}
         if not os.path.isdir(directory):
             return ranks
-        if self.library == "openmpi":  # DIR/JOB/rank.N/stdout, spawned jobs later JOB numbers
-            jobs = sorted((d for d in os.listdir(directory) if d.isdigit()), key=int)
-            if not jobs:
-                return ranks
-            job = os.path.join(directory, jobs[0])
-            files = {int(e[5:]): os.path.join(job, e, "stdout") for e in os.listdir(job)
-                     if e.startswith("rank.") and e[5:].isdigit()}
-        else:  # DIR/rank.N.stdout
-            files = {int(m.group(1)): os.path.join(directory, e) for e in os.listdir(directory)
-                     for m in [re.fullmatch(r"rank\.(\d+)\.stdout", e)] if m}
+        files = {int(m.group(1)): os.path.join(directory, e) for e in os.listdir(directory)
+                 for m in [re.fullmatch(r"rank\.(\d+)\.stdout", e)] if m}
         for rank, path in files.items():
             with open(path, errors="replace") as f:
                 ranks[rank] = f.read()

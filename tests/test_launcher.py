@@ -98,6 +98,29 @@ class LauncherTest(unittest.TestCase):
         self.assertIn("the command failed with exit status", p.stderr)
         self.assertIn("aborted", {r["status"] for r in self.merged()["ranks"]})
 
+    def test_a_crash_fails_a_command_that_exited_0(self):
+        # What an MPI launcher that loses a rank's end does (MPICH 4.2.1's Hydra exits 0 when two
+        # ranks end abnormally at once), here made certain: the command is a shell that runs
+        # mpiexec and exits 0 whatever it returned. The ranks' own reports still say it.
+        swallow = ["sh", "-c", '"$@"; exit 0', "sh"]
+        for case, status, words in (("case_crash_no_finalize", 128 + 11,
+                                     "rank 0 crashed: its report says signal 11 ended it"),
+                                    ("case_killed_after_finding", 128 + 9,
+                                     "every rank was killed before it could write its report")):
+            p = run([LAUNCHER, "--output", self.out, "--fail-on", "never", "--", *swallow,
+                     *mpirun(1, os.path.join(CASES, case))])
+            self.assertEqual(p.returncode, status, p.stderr)
+            self.assertIn(f"the command exited 0, but {words}", p.stderr)
+            self.assertEqual(self.merged()["exit_code"], 0)  # the report keeps the command's own
+        # A run whose ranks all ended normally keeps the command's 0, and so does one whose other
+        # ranks its launcher may kill once one ended by itself (exit_no_finalize: MPICH's mpiexec
+        # kills them, SIGKILL, and exits 0).
+        self.assertEqual(run([LAUNCHER, "--output", self.out, "--fail-on", "never", "--", *swallow,
+                              *mpirun(1, DEMO)]).returncode, 0)
+        p = run([LAUNCHER, "--output", self.out, "--fail-on", "never", "--", *swallow,
+                 *mpirun(2, os.path.join(CASES, "case_exit_no_finalize"))])
+        self.assertEqual(p.returncode, 0, p.stderr)
+
     def test_stale_reports_of_an_earlier_run_are_not_merged(self):
         run([LAUNCHER, "--output", self.out, "--", *mpirun(2, DEMO)])
         run([LAUNCHER, "--output", self.out, "--", *mpirun(1, DEMO)])
@@ -121,9 +144,10 @@ class LauncherTest(unittest.TestCase):
 
     @unittest.skipUnless(MPI.library == "openmpi", "Debian's python3-mpi4py is built against Open MPI only")
     def test_default_suppressions_leave_out_mpi4py_lock_table_only(self):
-        # A pickled collective makes mpi4py (Debian python3-mpi4py 3.1.4) cache its lock table on
-        # MPI_COMM_WORLD: benign, suppressed by default, counted. The program's own attribute with
-        # a delete callback on MPI_COMM_WORLD, set through mpi4py too, is still reported.
+        # A pickled collective makes mpi4py (Debian's python3-mpi4py: 3.1.4, 4.0.3) cache its lock
+        # table on MPI_COMM_WORLD: benign, suppressed by default, counted. The program's own
+        # attribute with a delete callback on MPI_COMM_WORLD, set through mpi4py too, is still
+        # reported.
         program = ("from mpi4py import MPI\n"
                    "c = MPI.COMM_WORLD\n"
                    "print(c.allreduce(c.Get_rank()))\n"

@@ -266,9 +266,34 @@ class ReportToolTest(unittest.TestCase):
         self.assertEqual(tool("--suppressions", supp, "gate", self.run_dir).returncode, 0)
         self.assertEqual(tool("gate", self.run_dir).returncode, 1)
 
+    def test_findings_say_how_their_keyval_was_made(self):
+        # The demo's cache keyval: MPI_Comm_create_keyval(MPI_COMM_DUP_FN, cache_delete, &cache_key, NULL).
+        with open(os.path.join(self.run_dir, "report.json")) as f:
+            report = json.load(f)
+        double = next(f for f in report["findings"] if f["rule"] == "keyval.double-free")
+        made = double["keyval_callbacks"]
+        self.assertEqual((made["copy"], made["extra_state"]), ("MPI_COMM_DUP_FN", "0x0"))
+        module, _, offset = made["delete"].rpartition("+")
+        self.assertEqual(os.path.realpath(module), os.path.realpath(DEMO))
+        symbols = subprocess.run(["nm", DEMO], capture_output=True, text=True, check=True).stdout
+        address = next(line.split()[0] for line in symbols.splitlines() if line.endswith(" cache_delete"))
+        self.assertEqual(int(offset, 16), int(address, 16))  # a PIE: its symbols are offsets
+        # A suppression can name the keyval so (a stripped module's functions have no names).
+        supp = self.out("keyval.supp")
+        with open(supp, "w") as f:
+            f.write("keyval.double-free  keyval:copy=MPI_COMM_NULL_COPY_FN,*  # not how it was made\n"
+                    "keyval.double-free  keyval:copy=MPI_COMM_DUP_FN,delete=*/demo+0x*,extra_state=0x0\n")
+        target = self.out("keyval-suppressed.json")
+        self.assertEqual(tool("--suppressions", supp, "merge", self.run_dir, "-o", target, "--force").returncode, 0)
+        with open(target) as f:
+            merged = json.load(f)
+        self.assertEqual([(s["rule"], s["count"], s["suppression"].rsplit(":", 1)[1]) for s in merged["suppressed"]],
+                         [("keyval.double-free", 2, "2")])
+
     def test_malformed_suppressions_name_the_file_and_line(self):
         for text, words in (("keyval.leak\n", "expected 'RULE_GLOB KIND:GLOB'"),
-                            ("keyval.leak obj:foo\n", "frame pattern must be fun:GLOB, lib:GLOB, src:GLOB or at:GLOB"),
+                            ("keyval.leak obj:foo\n",
+                             "frame pattern must be fun:GLOB, lib:GLOB, src:GLOB, at:GLOB or keyval:GLOB"),
                             ("Keyval.Leak fun:x\n", "'Keyval.Leak' is not a rule id or glob")):
             supp = self.out("bad.supp")
             with open(supp, "w") as f:

@@ -264,6 +264,28 @@ void FindingStore::resolve_stack_async_signal_safe(const void* const* frames, in
   }, &context);
 }
 
+namespace {
+// A keyval's callback as a finding keeps it: the predefined one's name, else MODULE+0xOFFSET of
+// the function's entry (0xADDRESS where no module holds it).
+void describe_callback(const char* name, const void* fn, char* out, std::size_t size) noexcept {
+  Appender a{out, size};
+  if (name) {
+    a.put(name);
+    return;
+  }
+  Dl_info dl{};
+  if (fn && dladdr(fn, &dl) && dl.dli_fname) {
+    char path[PATH_MAX];
+    resolve_module(dl, path, sizeof path);
+    a.put(path);
+    a.put("+");
+    a.hex(static_cast<unsigned long long>(static_cast<const char*>(fn) - static_cast<const char*>(dl.dli_fbase)));
+    return;
+  }
+  a.hex(reinterpret_cast<std::uintptr_t>(fn));
+}
+}  // namespace
+
 void FindingStore::record(const FindingInput& in) noexcept { record_impl(in, false); }
 void FindingStore::record_async_signal_safe(const FindingInput& in) noexcept { record_impl(in, true); }
 
@@ -381,6 +403,12 @@ void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcep
       }
     }
   }
+  f.has_callbacks = in.has_callbacks && !signal_safe;  // (dladdr is not async-signal-safe)
+  if (f.has_callbacks) {
+    describe_callback(in.callbacks.copy_name, in.callbacks.copy_fn, f.copy_callback, sizeof f.copy_callback);
+    describe_callback(in.callbacks.delete_name, in.callbacks.delete_fn, f.delete_callback, sizeof f.delete_callback);
+    f.extra_state = in.callbacks.extra_state;
+  }
   f.stack.depth = 0;
   f.provenance_count = 0;
   if (signal_safe && in.fault_stack && in.fault_stack_depth > 0 && stack_depth_ > 0)
@@ -481,6 +509,13 @@ void render_finding(FdWriter& w, int rank, const Finding& f, const SymbolTable* 
   w.key("rank"); w.num(rank); w.raw(",");
   w.key("count"); w.num(static_cast<long long>(f.count.load(std::memory_order_relaxed)));
   if (f.has_keyval) { w.raw(","); w.key("keyval"); w.num(f.keyval); }
+  if (f.has_callbacks) {
+    w.raw(","); w.key("keyval_callbacks"); w.raw("{");
+    w.key("copy"); w.str(f.copy_callback); w.raw(",");
+    w.key("delete"); w.str(f.delete_callback); w.raw(",");
+    w.key("extra_state"); w.hex(f.extra_state);
+    w.raw("}");
+  }
   if (f.has_object) {
     w.raw(","); w.key("object"); w.raw("{");
     w.key("kind"); w.str(to_string(f.kind)); w.raw(",");

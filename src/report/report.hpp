@@ -54,6 +54,17 @@ struct ProvenanceInput {
 };
 inline constexpr int kMaxProvenance = 2;
 
+// How a finding's keyval was made: each callback a predefined one by its name, or a function by
+// its entry address, and the extra state. It names a keyval where its functions have no names (a
+// stripped library's), for suppressions (README, Suppressions: keyval:).
+struct KeyvalCallbacksInput {
+  const char* copy_name = nullptr;    // e.g. "MPI_COMM_NULL_COPY_FN"; null: copy_fn
+  const void* copy_fn = nullptr;
+  const char* delete_name = nullptr;  // e.g. "MPI_COMM_NULL_DELETE_FN"; null: delete_fn
+  const void* delete_fn = nullptr;
+  std::uint64_t extra_state = 0;
+};
+
 // What a check found, as handed to FindingStore::record().
 struct FindingInput {
   Rule rule;
@@ -71,6 +82,8 @@ struct FindingInput {
   const char* replacement = nullptr;
   ProvenanceInput provenance[kMaxProvenance];
   int provenance_count = 0;
+  bool has_callbacks = false;  // the keyval's (add_keyval_provenance)
+  KeyvalCallbacksInput callbacks;
   // The signal path's own stack (record_async_signal_safe captures none): its first frame is the
   // instruction a signal hit, looked up as is; the others are return addresses.
   const void* const* fault_stack = nullptr;
@@ -104,6 +117,12 @@ struct Finding {
     StackRec stack;
   } provenance[kMaxProvenance];
   int provenance_count = 0;
+  // The keyval's callbacks: a predefined one's name, or MODULE+0xOFFSET of the function's entry
+  // (0xADDRESS where no module holds it); its extra state.
+  bool has_callbacks = false;
+  char copy_callback[256] = {};
+  char delete_callback[256] = {};
+  std::uint64_t extra_state = 0;
 };
 
 // What the run intercepted, counted by the runtime and rendered as the report's "intercepted":

@@ -37,9 +37,10 @@ Typical uses:
                                          ask the MPI library what it does where libraries
                                          differ, and compare with attrcheck's profile of it)";
 
-constexpr const char* kFooter = R"(exit status: the command's own status if it failed (signals as 128+N); otherwise 1 if
-findings at or above --fail-on were reported; otherwise 0. Errors in attrcheck's own
-arguments exit 2.)";
+constexpr const char* kFooter = R"(exit status: the command's own status if it failed (signals as 128+N); if it exited 0
+although a rank's own report says it crashed (signal N), 128+N, or every rank was killed
+before it could write its report, 137; otherwise 1 if findings at or above --fail-on were
+reported; otherwise 0. Errors in attrcheck's own arguments exit 2.)";
 
 const char* const kRankEnv[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
 
@@ -248,6 +249,40 @@ int run(const std::vector<std::string>& command, const std::map<std::string, std
   return WEXITSTATUS(status);
 }
 
+// What a run whose command exited 0 ends with when the ranks' own reports say it failed (0 if
+// they do not): a rank that crashed (its report says which fault signal ended it: SIGSEGV, SIGBUS,
+// SIGILL, SIGFPE or SIGABRT), 128+N; every rank killed before it could write its report (only
+// their journals are left, still "running": SIGKILL is the one signal no handler sees, and none
+// of them ended by itself), 128+SIGKILL. The MPI launcher can lose that: MPICH 4.2.1's mpiexec
+// (Hydra) exits 0 when two ranks end abnormally at once (pmodels/mpich#7057, fixed after 4.2.1).
+// A rank stopped by SIGTERM, or killed while another ended normally, is left to the launcher:
+// that is how launchers stop the other ranks of a job (Hydra kills them with SIGKILL once one
+// rank exits without MPI_Finalize, and exits 0).
+int abnormal_end(const Json& merged) {
+  const Json* ranks = member(merged, "ranks");
+  if (!ranks || !ranks->is_array() || ranks->empty()) return 0;
+  auto who = [](const Json& r) {
+    const std::string job = job_of(r);
+    return "rank " + (is_int(member(r, "rank")) ? std::to_string(integer(r, "rank", 0)) : std::string("?")) +
+           (job.empty() ? "" : " of spawned job " + job);
+  };
+  bool all_killed = true;
+  for (const Json& r : *ranks) {
+    const std::string status = text(r, "status");
+    all_killed = all_killed && status == "running";
+    if (status != "signal") continue;
+    const long long sig = integer(r, "signal", 0);
+    if (sig != SIGSEGV && sig != SIGBUS && sig != SIGILL && sig != SIGFPE && sig != SIGABRT) continue;
+    std::fprintf(stderr, "attrcheck: the command exited 0, but %s crashed: its report says signal %lld ended it\n",
+                 who(r).c_str(), sig);
+    return static_cast<int>(128 + sig);
+  }
+  if (!all_killed) return 0;
+  std::fprintf(stderr, "attrcheck: the command exited 0, but every rank was killed before it could write its "
+               "report (their journals are all they left)\n");
+  return 128 + SIGKILL;
+}
+
 std::string library() {
   std::string path = data_dir();
   path = path.substr(0, path.rfind('/')) + "/libattrcheck.so";  // PREFIX/lib/libattrcheck.so
@@ -325,5 +360,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "attrcheck: the command failed with exit status %d\n", status);
     return status;
   }
+  if (const int crashed = abnormal_end(merged)) return crashed;
   return gating.empty() ? 0 : 1;
 }

@@ -25,7 +25,13 @@ A case is a C, C++ or Fortran program whose first comment lines (// or !) say wh
                                                in-process: FUNCTION in FILE, with a line, and so
                                                was the first frame of each of its stacks
   // rank-symbolized: none                       no rank report names any frame (no rank finalized)
-  // env: NAME=VALUE ...                         extra environment for the run under attrcheck
+  // env: NAME=VALUE ...                         extra environment for the case's runs (under
+                                               attrcheck and native)
+  // native-skip: STATUS                         a native run comes first: if it ends with STATUS
+                                               (the program found that the library cannot do
+                                               here what the case needs, and said why on
+                                               stderr), the case is skipped (ctest: skipped)
+                                               with that reason; any other failure fails it
   // skip-on LIBRARY: REASON                     the case cannot run on that library or release series
                                                (openmpi, openmpi-5.0: mpi_profile.def; ctest: skipped)
   // expect-intercepted: FAMILY.BINDING=N ...    the merged report's "intercepted" count of that
@@ -161,7 +167,7 @@ def header(source):
     spec = {"np": 2, "modes": ["shadow", "emulate"], "expect": [], "clean": False, "exit": "0", "native": None,
             "env": {}, "divergence": [], "intercepted": [], "expect_unless": [], "expect_if": [], "status": None,
             "processes": None, "everywhere": [], "messages": [], "where": [], "at": [], "provenance": [],
-            "skip_on": {}, "rank_symbolized": [], "expect_on": []}
+            "skip_on": {}, "rank_symbolized": [], "expect_on": [], "native_skip": None}
     with open(source) as f:
         for line in f:
             line = line.strip()
@@ -222,6 +228,8 @@ def header(source):
             elif body.startswith("skip-on "):
                 library, _, reason = body[len("skip-on "):].partition(":")
                 spec["skip_on"][library.strip()] = reason.strip()
+            elif body.startswith("native-skip:"):
+                spec["native_skip"] = int(body.split(":", 1)[1])
             elif body.startswith("env:"):
                 for item in body.split(":", 1)[1].split():
                     name, _, value = item.partition("=")
@@ -333,15 +341,23 @@ def check_case(a):
             spec["expect"] = spec["expect"] + rules
     if spec["exit"] == "without-finalize":
         spec["exit"] = cfg.profile["exit_without_finalize"]
-    env = cfg.env()
+    env = cfg.env(**spec["env"])
     shutil.rmtree(a.workdir, ignore_errors=True)
     os.makedirs(a.workdir)
     out = os.path.join(a.workdir, "out")
     mpirun = cfg.mpiexec(spec["np"], a.exe)
-    cmd = [a.launcher, "--mode", a.mode, "--output", out, "--fail-on", "never", "--"] + mpirun
-    proc = subprocess.run(cmd, env=dict(env, **spec["env"]), cwd=a.workdir, capture_output=True, text=True, timeout=TIMEOUT)
     failures = []
     native = None
+    if spec["native_skip"] is not None:
+        native = subprocess.run(mpirun, env=env, cwd=a.workdir, capture_output=True, text=True, timeout=TIMEOUT)
+        if native.returncode == spec["native_skip"]:
+            print(f"skipped on {cfg.profile.get('name', cfg.library)}: natively the program ends with "
+                  f"{native.returncode}, saying:\n" + native.stderr[-3000:])
+            return SKIP
+        if native.returncode != 0:
+            failures.append(f"native run failed with {native.returncode}: {native.stderr[-2000:]}")
+    cmd = [a.launcher, "--mode", a.mode, "--output", out, "--fail-on", "never", "--"] + mpirun
+    proc = subprocess.run(cmd, env=env, cwd=a.workdir, capture_output=True, text=True, timeout=TIMEOUT)
     print("$ " + " ".join(cmd))
     print(proc.stdout)
     print(proc.stderr, file=sys.stderr)

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """An mpi4py program for the real-client tests (run as `mpirun -np N python3 mpi4py_client.py`).
 
-It uses mpi4py (Debian's python3-mpi4py 3.1.4) the way Python MPI programs do: attributes with
-Python copy/delete callbacks on communicators, datatypes and windows; datatype decoding through
-mpi4py.util.dtlib (MPI_Type_get_envelope/get_contents, and freeing the types get_contents returns);
-pickled collectives. It checks every result itself and prints them one per line, so that a call
+It uses mpi4py (Debian's python3-mpi4py: 3.1.4 on Debian 12, 4.0.3 on Debian 13) the way Python
+MPI programs do: attributes with Python copy/delete callbacks on communicators, datatypes and
+windows; datatype decoding through mpi4py.util.dtlib (MPI_Type_get_envelope/get_contents, and
+freeing the types get_contents returns); pickled collectives. It checks every result itself and prints them one per line, so that a call
 attrcheck wrongly refused shows as an exception, a different line, or a non-zero exit.
 Every rank prints only deterministic values (no addresses, no timings, no implementation limits).
 """
@@ -130,8 +130,11 @@ def datatype_decoding():
         check(f"dtlib {name}", (str(dt), dt.itemsize), (str(dt), t.extent))
     check("dtlib contiguous", str(dtlib.to_numpy_dtype(contig)), "('<f8', (3,))")
     check("dtlib vector itemsize", dtlib.to_numpy_dtype(vector).itemsize, vector.extent)
-    check("envelope of struct is a struct", struct.Get_envelope()[3] == MPI.COMBINER_STRUCT, True)
-    ints, addrs, types = struct.Get_contents()
+    # mpi4py 4.0 adds the large counts (MPI-4's get_envelope_c / get_contents_c) to both results:
+    # the combiner stays last, the datatypes too.
+    check("envelope of struct is a struct", struct.Get_envelope()[-1] == MPI.COMBINER_STRUCT, True)
+    contents = struct.Get_contents()
+    ints, addrs, types = contents[0], contents[1], contents[-1]
     check("contents of struct", (ints, addrs), ([3, 1, 2, 1], [0, 8, 24]))
     for inner in types:  # the standard: the caller frees derived types get_contents returns
         if not inner.is_predefined:

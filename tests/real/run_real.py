@@ -4,7 +4,7 @@
 The test passes when, under attrcheck in the given mode:
   - the command ends with the native run's exit status (which must be 0),
   - every rank's stdout equals the native run's (the launcher keeps one file per rank, so the
-    interleaving of ranks does not matter: mpi_config.per_rank_stdout; lines matching an --ignore
+    interleaving of ranks does not matter: mpi_config.per_rank_command; lines matching an --ignore
     regex are dropped in both, text matching a --mask regex is replaced by "<masked>" in both:
     what differs from run to run natively, like timings or handle addresses),
   - every rank wrote a report (attrcheck really ran in it), the merged report matches the schema,
@@ -111,8 +111,7 @@ def main():
             shutil.copy(path, directory)
     out = os.path.join(a.workdir, "report")
     def mpirun(directory):
-        return [cfg.launcher, *cfg.per_rank_stdout(os.path.join(directory, "stdout")), cfg.numproc_flag, str(a.np),
-                *command]
+        return cfg.per_rank_command(os.path.join(directory, "stdout"), a.np, command)
 
     native = run(mpirun(native_dir), env, native_dir, a.timeout)
     launcher = [launcher_bin, "--mode", a.mode, "--output", out, "--fail-on", "never"]
@@ -132,9 +131,10 @@ def main():
 
     want = per_rank(cfg, os.path.join(native_dir, "stdout"), ignore, mask)
     got = per_rank(cfg, os.path.join(checked_dir, "stdout"), ignore, mask)
-    # Open MPI makes every rank's file; Hydra (MPICH) makes one only once its rank prints, so there
-    # a silent rank (ScaLAPACK's drivers print on rank 0 only) leaves none: its stdout is empty.
-    # (That every rank ran shows in the reports, checked below.)
+    # Under Open MPI every rank's file is made (by the shell that starts the rank: per_rank_command);
+    # Hydra (MPICH) makes one only once its rank prints, so there a silent rank (ScaLAPACK's
+    # drivers print on rank 0 only) leaves none: its stdout is empty. (That every rank ran shows in
+    # the reports, checked below.)
     if (0 not in want or not set(want) <= set(range(a.np))
             or (cfg.library == "openmpi" and sorted(want) != list(range(a.np)))):
         failures.append(f"the native run left stdout files for ranks {sorted(want)}, expected {a.np}")

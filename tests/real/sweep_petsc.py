@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The PETSc sweep: many of PETSc 3.18's own examples under attrcheck (Open MPI), the first promise
+"""The PETSc sweep: many of PETSc's own examples under attrcheck (Open MPI), the first promise
 (no false positive on real software) checked wider than the ctest `real` suite's six tutorials.
 
 For each example of the set (below: every sys test and tutorial, plus a spread of vec, mat, ksp,
@@ -57,6 +57,17 @@ NORMALIZE = {
     "sys_t_ex43": [("mask", r"(add|has|del): \S+", "timings (its filter takes the line's timings out)")],
     "sys_t_ex52": [("ignore", r"per unique value took|Speedup of ", "timings (its filter: the same grep -v)")],
     "sys_t_ex57": [HANDLE],
+    # PETSc 3.22's log handler examples and tests (not in 3.18): -log_view and event timings.
+    "sys_t_ex68": [("ignore", r"^(?!.*(External runtime initialization|Unrelated event))",
+                    "the -log_view summary (its filter: grep -o of the two names it looks for)"),
+                   ("mask", r"^.*?(?=External runtime initialization|Unrelated event)", "the same, left of the name"),
+                   ("mask", r"(?<=Unrelated event).*$", "the same: the event's timings"),
+                   ("mask", r"(?<=External runtime initialization).*$", "the same: the stage's timings")],
+    "sys_t_ex72": [("mask", r" [0-9]+", "the flame graph's times (its filter: sed s/ [0-9]+/ time_removed/g)")],
+    "sys_ex6": [("mask", r":[^:]+:", "the log handler's time stamps (its filter: sed s/:[^:]+:/:time_removed:/g)")],
+    "sys_ex7": [("mask", r":[^:]+:", "the log handler's time stamps (its filter: sed s/:[^:]+:/:time_removed:/g)"),
+                ("mask", r"(?<=took )\S+(?= seconds)|(?<=Created at )\S+",
+                 "two timings its filter leaves in (they differ from one native run to the next as well)")],
 }
 # Examples that are no MPI programs (attrcheck has nothing to check, writes no report).
 NOT_MPI = {"sys/tests/ex15.c": "uses petscsystypes.h only, never initializes MPI"}

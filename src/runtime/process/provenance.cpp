@@ -37,11 +37,45 @@ void add_provenance(FindingInput& in, ProvenanceStorage& storage, const char* wh
   p.depth = static_cast<int>(frames.size());
 }
 
+namespace {
+// The predefined callbacks' names, as a keyval of that kind was given them.
+const char* copy_callback_name(ObjectKind kind, const CopyCallback& c) noexcept {
+  if (c.action == CopyAction::User) return nullptr;
+  const bool dup = c.action == CopyAction::Dup;
+  if (c.deprecated) return dup ? "MPI_DUP_FN" : "MPI_NULL_COPY_FN";
+  switch (kind) {
+    case ObjectKind::Comm: return dup ? "MPI_COMM_DUP_FN" : "MPI_COMM_NULL_COPY_FN";
+    case ObjectKind::Type: return dup ? "MPI_TYPE_DUP_FN" : "MPI_TYPE_NULL_COPY_FN";
+    case ObjectKind::Win: return dup ? "MPI_WIN_DUP_FN" : "MPI_WIN_NULL_COPY_FN";
+  }
+  return nullptr;
+}
+
+const char* delete_callback_name(ObjectKind kind, const DeleteCallback& d) noexcept {
+  if (d.action == DeleteAction::User) return nullptr;
+  if (d.deprecated) return "MPI_NULL_DELETE_FN";
+  switch (kind) {
+    case ObjectKind::Comm: return "MPI_COMM_NULL_DELETE_FN";
+    case ObjectKind::Type: return "MPI_TYPE_NULL_DELETE_FN";
+    case ObjectKind::Win: return "MPI_WIN_NULL_DELETE_FN";
+  }
+  return nullptr;
+}
+}  // namespace
+
 void add_keyval_provenance(FindingInput& in, ProvenanceStorage& storage, int engine_key, bool freed) {
   KeyvalInfo info;
   if (!state().engine->keyval_info(engine_key, &info) || info.predefined) return;
   add_provenance(in, storage, "keyval created", info.created_at);
   if (freed) add_provenance(in, storage, "keyval freed", info.freed_at);
+  // How it was made: what names a keyval whose functions have no names (a stripped library's).
+  in.has_callbacks = true;
+  in.callbacks.copy_name = copy_callback_name(info.spec.kind, info.spec.copy);
+  in.callbacks.copy_fn = info.spec.copy.fn;
+  in.callbacks.delete_name = delete_callback_name(info.spec.kind, info.spec.del);
+  in.callbacks.delete_fn = info.spec.del.fn;
+  in.callbacks.extra_state = info.spec.extra_state;
 }
+
 
 }  // namespace attrcheck::rt

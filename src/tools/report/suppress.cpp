@@ -28,8 +28,20 @@ std::string strip(const std::string& s) {
   return a == std::string::npos ? "" : s.substr(a, b - a + 1);
 }
 
+// A finding's keyval as a keyval: pattern sees it: "copy=C,delete=D,extra_state=E" (report
+// schema 1.5, keyval_callbacks); empty where the finding has none.
+std::string keyval_text(const Json& finding) {
+  const Json* cb = member(finding, "keyval_callbacks");
+  if (!cb || !cb->is_object()) return "";
+  return "copy=" + text(*cb, "copy") + ",delete=" + text(*cb, "delete") + ",extra_state=" + text(*cb, "extra_state");
+}
+
 bool matches(const Suppression& s, const Json& finding, const std::vector<const Json*>& frames) {
   if (!glob(s.rule, text(finding, "rule"))) return false;
+  if (s.kind == "keyval") {
+    const std::string value = keyval_text(finding);
+    return !value.empty() && glob(s.pattern, value);
+  }
   for (const Json* frame : frames) {
     std::string value;
     if (s.kind == "at") {
@@ -82,15 +94,16 @@ std::vector<Suppression> load_suppressions(const std::string& path, bool by_defa
     }
     std::string where = path + ":" + std::to_string(number);
     if (parts.size() != 2)
-      throw ReportError(where + ": expected 'RULE_GLOB KIND:GLOB' (KIND: fun, lib, src or at), got '" + content + "'");
+      throw ReportError(where + ": expected 'RULE_GLOB KIND:GLOB' (KIND: fun, lib, src, at or keyval), got '" + content + "'");
     const std::string& rule = parts[0];
     const std::string& frame = parts[1];
     auto colon = frame.find(':');
     std::string kind = frame.substr(0, colon);
     std::string pattern = colon == std::string::npos ? "" : frame.substr(colon + 1);
-    if (colon == std::string::npos || (kind != "fun" && kind != "lib" && kind != "src" && kind != "at") ||
-        pattern.empty())
-      throw ReportError(where + ": frame pattern must be fun:GLOB, lib:GLOB, src:GLOB or at:GLOB, got '" + frame + "'");
+    if (colon == std::string::npos ||
+        (kind != "fun" && kind != "lib" && kind != "src" && kind != "at" && kind != "keyval") || pattern.empty())
+      throw ReportError(where + ": frame pattern must be fun:GLOB, lib:GLOB, src:GLOB, at:GLOB or keyval:GLOB, got '" +
+                        frame + "'");
     if (!rule_chars(rule))
       throw ReportError(where + ": '" + rule + "' is not a rule id or glob (e.g. keyval.leak, deprecated.*)");
     out.push_back({rule, kind, pattern, where, by_default});

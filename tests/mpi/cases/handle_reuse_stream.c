@@ -4,9 +4,10 @@
 // native: same-stdout
 // skip-on openmpi: MPIX_Stream_comm_create is MPICH's stream extension
 // skip-on mpich-4.0: MPICH 4.0 has no streams (MPICH 4.1 added them)
-/* Communicators made by MPICH's stream extension (MPIX_Stream_comm_create), each right after the
- * program freed a communicator, so that the library hands the freed handle out again: each
- * carries an attribute, is used and freed, as natively, with no finding. (Its multiplex form is
+/* Communicators made by MPICH's stream extension (MPIX_Stream_comm_create: a duplicate), each right
+ * after the program freed a communicator that carried an attribute, so that the library hands the
+ * freed handle out again: each carries an attribute, is used and freed, as natively, with no
+ * finding. (Its multiplex form is
  * intercepted the same way, but not run here: MPICH 4.2.1's MPI_Comm_free of such a communicator
  * crashes natively in some runs.) */
 #include <mpi.h>
@@ -41,7 +42,7 @@ int main(int argc, char** argv) {
     reused += b == freed;
     void* v = NULL;
     int flag = 1, size = 0;
-    MPI_Comm_get_attr(b, key, &v, &flag); /* a new communicator: nothing copied */
+    MPI_Comm_get_attr(b, key, &v, &flag); /* a duplicate of MPI_COMM_WORLD, which has no such attribute */
     if (flag || MPI_Comm_size(b, &size) != MPI_SUCCESS || size != 2) ++failed;
     MPI_Comm_set_attr(b, key, NULL);
     if (MPI_Comm_free(&b) != MPI_SUCCESS) ++failed;
