@@ -1,5 +1,6 @@
-// The library profile: the known divergences' table, the run-time check of the library, and the
-// predefined callbacks by address.
+// The built library's profile at run time: the release series chosen from the library's version,
+// what it does where that matters (ReleaseFacts), its known divergences, the run-time check of the
+// library, and the predefined callbacks by address. (The tables themselves: mpi_profile_table.hpp.)
 #include "runtime/profile/mpi_profile.hpp"
 
 #include <atomic>
