@@ -47,7 +47,10 @@ A case is a C, C++ or Fortran program whose first comment lines (// or !) say wh
                                                the program runs into: where the built library's
                                                profile lists one, shadow mode must say so in one
                                                library.divergence note (info) naming it, never as
-                                               impl.divergence at a call site; elsewhere no note
+                                               impl.divergence at a call site; elsewhere no note.
+                                               ID? : the note may be missing from a run (what the
+                                               library does by chance: a wrong handle whose
+                                               arbitrary value can be the right one)
 
 The program runs under the MPI library's own launcher (mpiexec.mpich for an MPICH build), as the
 build recorded it (tests/mpi_config.py).
@@ -315,6 +318,8 @@ def check_case(a):
             print(f"skipped on {target}: {spec['skip_on'][target]}")
             return SKIP
     profiles = mpi_config.profiles()
+    maybe = {d.rstrip("?") for d in spec["divergence"] if d.endswith("?")}
+    spec["divergence"] = [d.rstrip("?") for d in spec["divergence"]]
     for d in spec["divergence"]:
         if not any(d in p["divergences"] for p in profiles.values()):
             print(f"FAIL: {os.path.basename(a.source)} names divergence {d}, which no profile defines", file=sys.stderr)
@@ -387,7 +392,9 @@ def check_case(a):
     notes = [f for f in merged["findings"] if f["rule"] == "library.divergence"]
     for d in named:
         mine = [f for f in notes if f"[{d}]" in f["message"]]
-        if not mine:
+        if not mine and d in maybe:
+            print(f"[{d}] not seen in this run (allowed: the library does it by chance)")
+        elif not mine:
             failures.append(f"no library.divergence note names [{d}] (notes: {[f['message'] for f in notes]})")
         elif len(mine) > 1 or (mine[0].get("site") or {}).get("address", "0x0") != "0x0":
             failures.append(f"[{d}] is noted {len(mine)} times, or at a call site: {mine}")
