@@ -301,6 +301,12 @@ struct FinalizeOptions {
   // program's MPI_COMM_SELF callbacks left behind.
   void (*after_self)(void* context) = nullptr;
   void* context = nullptr;
+  // The steps to take: both (one call), or MPI_COMM_SELF's (with after_self) in one call and
+  // MPI_COMM_WORLD's in a later one, for a host that must act between them (the library's own
+  // finalize deletes MPI_COMM_SELF's attributes while MPI still works, MPI_COMM_WORLD's later).
+  // The engine counts as finalized once the MPI_COMM_WORLD step is done.
+  bool self_step = true;
+  bool world_step = true;
 };
 
 // What finalize() did: every delete callback that failed (the attribute stays, as a leak).

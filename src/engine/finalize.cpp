@@ -12,11 +12,13 @@ FinalizeReport Engine::Impl::finalize(const FinalizeOptions& options) {
   Lock lk(mu_);
   if (finalized_.load(std::memory_order_relaxed)) return report;
   for (std::uint8_t flag : {std::uint8_t{kObjectSelf}, std::uint8_t{kObjectWorld}}) {
-    if (flag == kObjectWorld && options.after_self) {
+    if (flag == kObjectSelf && !options.self_step) continue;
+    if (flag == kObjectWorld && options.after_self && options.self_step) {
       lk.unlock();
       options.after_self(options.context);
       lk.lock();
     }
+    if (flag == kObjectWorld && !options.world_step) break;
     if (flag == kObjectWorld && !options.delete_world_attributes) continue;
     std::vector<std::uint32_t> slots;
     for (std::uint32_t i = 0; i < object_count_; ++i) {
@@ -33,6 +35,7 @@ FinalizeReport Engine::Impl::finalize(const FinalizeOptions& options) {
       o->mutating = previous;
     }
   }
+  if (!options.world_step) return report;
   {
     WriteSection ws(seq_, &layout_);
     finalized_.store(true, std::memory_order_release);
