@@ -2,7 +2,8 @@
 check them): which files a run wrote, and which processes a merged report's findings are on.
 
     report_files.rank_files(DIR)   -> [DIR/rank-0.json, ..., DIR/rank-3.journal]   (rank order)
-    report_files.processes(finding), report_files.process_of(rank_entry)  -> {(job, rank)}
+    report_files.processes(finding), report_files.processes_of(rank_entry)  -> {(job, rank)}
+    report_files.rank_list(finding["ranks"])  -> [0, 1, 2, 3]   (ranks and [first, last] runs)
 """
 import glob
 import os
@@ -34,13 +35,30 @@ def job_of(run):
     return run.get("job") or f"pid{run.get('pid')}"
 
 
+def rank_list(ranks):
+    """A merged report's "ranks" as a list: [first, last] runs of three or more ranks expanded."""
+    out = []
+    for r in ranks or []:
+        out.extend(range(r[0], r[1] + 1) if isinstance(r, list) else [r])
+    return out
+
+
 def processes(f):
     """The processes a merged finding happened on: (None, rank) for the job the user started,
     (job, rank) for a spawned job's."""
-    return ({(None, r) for r in f.get("ranks", [])} |
-            {(s["job"], r) for s in f.get("spawned_ranks", []) for r in s.get("ranks", [])})
+    return ({(None, r) for r in rank_list(f.get("ranks", []))} |
+            {(s["job"], r) for s in f.get("spawned_ranks", []) for r in rank_list(s.get("ranks", []))})
 
 
-def process_of(rank_entry):
-    """A merged report's rank entry as a process key (see `processes`)."""
-    return (job_of(rank_entry), rank_entry.get("rank"))
+def processes_of(rank_entry):
+    """The processes a merged report's rank entry stands for (see `processes`): one, or the ranks
+    of a gathered job's entry ("ranks")."""
+    if "ranks" in rank_entry:
+        return [(job_of(rank_entry), r) for r in rank_list(rank_entry["ranks"])]
+    return [(job_of(rank_entry), rank_entry.get("rank"))]
+
+
+def rank_entries(merged):
+    """A merged report's "ranks", one (process, entry) per process; entries a gathered report
+    made stand for each of their ranks."""
+    return [(p, r) for r in merged.get("ranks", []) if not r.get("after_gathered") for p in processes_of(r)]

@@ -52,8 +52,13 @@ class SymbolizeTest(unittest.TestCase):
         return {"module": self.lib, "offset": hex(offset), "address": hex(0x7f0000000000 + offset), "entry": entry}
 
     def symbolize(self, *sites):
-        """The functions attrcheck-report names for the sites."""
-        return [f["site"].get("function", "") for f in self.merged(sites)["findings"]]
+        """The functions attrcheck-report names for the sites, in the order given."""
+        return [f["site"].get("function", "") for f in self.in_order(self.merged(sites))]
+
+    @staticmethod
+    def in_order(merged):
+        """The merged findings in the order of their sites (the merge orders them by site)."""
+        return sorted(merged["findings"], key=lambda f: int(f["message"].split()[-1]))
 
     def merged(self, sites, stack=None):
         """A rank report with a finding at each site (the first with `stack`), merged by
@@ -96,7 +101,7 @@ class SymbolizeTest(unittest.TestCase):
         plain = self.site(self.first[0])
         frame = dict(self.site(self.third[0] + 8, entry=False), symbolized=True)
         merged = self.merged([named, nothing_found, has_function, plain], stack=[frame])
-        self.assertEqual([f["site"].get("function", "") for f in merged["findings"]],
+        self.assertEqual([f["site"].get("function", "") for f in self.in_order(merged)],
                          ["named_by_the_rank", "", "given", "exported_first"])
         self.assertNotIn("function", merged["stacks"][0]["frames"][0])
 

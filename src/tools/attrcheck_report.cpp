@@ -64,21 +64,32 @@ Json load_inputs(const std::vector<std::string>& paths) {
   std::vector<std::string> files;
   for (const auto& path : paths) {
     if (is_dir(path)) {
-      auto found = rank_files(path);
+      // The job's report first (the ranks it holds decide what their own reports add), then the
+      // spawned jobs' gathered reports and the per-rank ones.
+      auto found = gathered_files(path);
+      auto ranks = rank_files(path);
+      found.insert(found.end(), ranks.begin(), ranks.end());
+      const std::string job = path + "/report.json";
+      if (exists(job)) {
+        bool take = found.empty();
+        if (!take) {
+          try {
+            take = is_gathered(load(job));
+          } catch (const ReportError&) {
+          }
+        }
+        if (take) found.insert(found.begin(), job);
+      }
       if (found.empty())
-        throw ReportError(path + ": no rank reports (rank-*.json, job-*-rank-*.json) in this directory");
+        throw ReportError(path + ": no reports (report.json, rank-*.json, job-*-rank-*.json) in this directory");
       files.insert(files.end(), found.begin(), found.end());
     } else {
       files.push_back(path);
     }
   }
-  Json report;
-  if (files.size() == 1) {
-    report = load(files[0]);
-    if (text(report, "schema") != kMergedSchema) report = merge_files(files);
-  } else {
-    report = merge_files(files);
-  }
+  // (A merged report is merged again too: its suppressed findings come back, and the
+  // suppressions given now decide.)
+  Json report = merge_files(files);
   if (!g_suppressions.empty()) {
     symbolize(report);
     suppress(report, g_suppressions);
@@ -106,8 +117,11 @@ int cmd_merge(const Inputs& a) {
   Json merged = load_inputs(a.reports);
   if (exists(a.output) && !a.force) fail(a.output + ": already exists (pass --force to overwrite)");
   write_atomic(a.output, dump(merged, 1) + "\n");
-  const Json* ranks = member(merged, "ranks");
-  std::fprintf(stderr, "attrcheck-report: merged %zu rank report(s) into %s\n", ranks ? ranks->size() : 0,
+  std::int64_t ranks = 0;
+  if (const Json* rs = member(merged, "ranks"); rs && rs->is_array())
+    for (const Json& r : *rs)
+      if (!truthy(r, "after_gathered")) ranks = add_sat(ranks, ranks_in_entry(r));
+  std::fprintf(stderr, "attrcheck-report: merged %lld rank report(s) into %s\n", static_cast<long long>(ranks),
                a.output.c_str());
   return 0;
 }

@@ -110,6 +110,7 @@ struct KeyScanner {
         module.reset();  // a second "site" replaces the first, as in the whole parse
         offset.reset();
       } else if (k == "ranks" || k == "spawned_ranks") whole = true;  // a merged report's
+      else if (k == "gathered_count") whole = true;  // the merge may add only part of its count
     } else if (depth == 2 && in_site) {
       if (k == "module") pending = Module;
       else if (k == "offset") pending = Offset;

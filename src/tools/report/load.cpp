@@ -327,6 +327,20 @@ std::vector<std::string> process_files(const std::string& dir, const char* exten
 
 std::vector<std::string> journal_files(const std::string& dir) { return process_files(dir, ".journal"); }
 
+std::vector<std::string> gathered_files(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (struct dirent* e = ::readdir(d)) {
+    const char* n = e->d_name;
+    if (::fnmatch("job-*.json", n, FNM_PERIOD) == 0 && ::fnmatch("job-*-rank-*.json", n, FNM_PERIOD) != 0)
+      out.push_back(dir + "/" + n);
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::vector<std::string> rank_files(const std::string& dir) {
   std::vector<std::string> files = process_files(dir, ".json");
   std::set<std::string> reported;
@@ -352,6 +366,7 @@ void clean(const std::string& dir) {
   std::set<std::string> doomed;
   for (const auto& f : rank_files(dir)) doomed.insert(f);
   for (const auto& f : journal_files(dir)) doomed.insert(f);
+  for (const auto& f : gathered_files(dir)) doomed.insert(f);
   if (DIR* d = ::opendir(dir.c_str())) {
     while (struct dirent* e = ::readdir(d)) {
       std::string n = e->d_name;

@@ -16,7 +16,7 @@ inline constexpr const char* kRankSchema = "attrcheck.rank-report";
 inline constexpr const char* kJournalSchema = "attrcheck.rank-journal";
 inline constexpr const char* kMergedSchema = "attrcheck.report";
 inline constexpr int kSupportedMajor = 1;
-inline constexpr const char* kVersion = "1.5";
+inline constexpr const char* kVersion = "1.6";
 // Deeper JSON than this is refused when read: nothing attrcheck writes nests past a handful of
 // levels, and the tools copy and print values recursively.
 inline constexpr int kMaxDepth = 256;
@@ -88,6 +88,8 @@ Json load_journal(const std::string& path);
 // journals of ranks that wrote none, in rank order.
 std::vector<std::string> rank_files(const std::string& dir);
 std::vector<std::string> journal_files(const std::string& dir);
+// The gathered reports of spawned jobs (job-ID.json, written by their rank 0).
+std::vector<std::string> gathered_files(const std::string& dir);
 // Removes an earlier run's per-rank reports, journals and markers from a run directory.
 void clean(const std::string& dir);
 

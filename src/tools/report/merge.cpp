@@ -4,6 +4,9 @@
 #include "report/symbolize.hpp"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <tuple>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdlib>
@@ -30,23 +33,94 @@ int severity_index(const std::string& s) {
   return 3;
 }
 
-// A set of ranks as Python keeps it: integers, and None (a rank nobody knows) at most once.
+// A set of ranks: runs of consecutive ranks (a job of 10^6 ranks with a finding on every rank is
+// one run), and None (a rank nobody knows) at most once.
 struct RankSet {
-  std::set<std::int64_t> ranks;
+  std::map<std::int64_t, std::int64_t> runs;  // first -> last
   bool none = false;
-  void add(const Json* r) {
-    if (is_int(r)) ranks.insert(r->get<std::int64_t>());
-    else none = true;
+  void add_run(std::int64_t lo, std::int64_t hi) {
+    auto it = runs.upper_bound(lo);
+    if (it != runs.begin()) {
+      auto p = std::prev(it);
+      if (p->second >= lo || (p->second < INT64_MAX && p->second + 1 == lo)) {
+        lo = p->first;
+        hi = std::max(hi, p->second);
+        it = runs.erase(p);
+      }
+    }
+    while (it != runs.end() && (it->first <= hi || (hi < INT64_MAX && it->first == hi + 1))) {
+      hi = std::max(hi, it->second);
+      it = runs.erase(it);
+    }
+    runs.emplace(lo, hi);
   }
+  void add(const Json* r) {
+    if (is_int(r)) return add_run(r->get<std::int64_t>(), r->get<std::int64_t>());
+    bool run = false;
+    if (r != nullptr && r->is_array()) {
+      Json one = Json::array({*r});
+      for_each_rank_range(one, [&](std::int64_t lo, std::int64_t hi) {
+        add_run(lo, hi);
+        run = true;
+      });
+    }
+    if (!run) none = true;
+  }
+  void add_all(const Json& ranks) {
+    if (!ranks.is_array()) return;
+    for (const Json& r : ranks) add(&r);
+  }
+  bool empty() const { return runs.empty() && !none; }
+  std::int64_t lowest() const { return runs.empty() ? INT64_MAX : runs.begin()->first; }
   Json sorted() const {
     Json out = Json::array();
-    for (auto r : ranks) out.push_back(r);
+    for (const auto& [lo, hi] : runs) {
+      if (hi - lo >= 2) {
+        out.push_back(Json::array({lo, hi}));
+      } else {
+        out.push_back(lo);
+        if (hi != lo) out.push_back(hi);
+      }
+    }
     if (none) out.push_back(nullptr);
     return out;
   }
 };
 
+// Where a finding's text comes from when several ranks have it: the lowest rank (of the job the
+// user started, then of spawned jobs by job): the same whatever order the reports come in.
+using Origin = std::tuple<int, std::string, std::int64_t>;
+
 }  // namespace
+
+bool has_rank(const Json& ranks, std::int64_t rank) {
+  bool found = false;
+  for_each_rank_range(ranks, [&](std::int64_t lo, std::int64_t hi) { found = found || (lo <= rank && rank <= hi); });
+  return found;
+}
+
+std::int64_t ranks_in_entry(const Json& entry) {
+  const Json* ranks = member(entry, "ranks");
+  if (ranks == nullptr) return 1;
+  std::int64_t n = 0;
+  for_each_rank_range(*ranks, [&](std::int64_t lo, std::int64_t hi) { n = add_sat(n, hi - lo + 1); });
+  return n;
+}
+
+std::string entry_ranks_text(const Json& entry) {
+  const Json* ranks = member(entry, "ranks");
+  if (ranks == nullptr) {
+    const Json* r = member(entry, "rank");
+    return r ? py_str(*r) : "None";
+  }
+  std::string out;
+  for_each_rank_range(*ranks, [&](std::int64_t lo, std::int64_t hi) {
+    if (!out.empty()) out += ",";
+    out += std::to_string(lo);
+    if (hi != lo) out += "-" + std::to_string(hi);
+  });
+  return out.empty() ? "None" : out;
+}
 
 std::string job_of(const Json& run) {
   if (!truthy(run, "spawned")) return "";
@@ -57,18 +131,34 @@ std::string job_of(const Json& run) {
 
 struct Merger::State {
   struct Entry {
+    std::string key;
+    int severity = 3;
     Json finding;
+    Origin origin{1, "", INT64_MAX};
     std::int64_t count = 0;
     RankSet ranks;
     std::map<std::string, RankSet> spawned;
   };
+  explicit State(std::size_t max) : max_findings(max) {}
+  std::size_t max_findings;
+  bool gathered = false;
   std::vector<Json> ranks;
+  std::vector<Json> old_suppressed;  // suppressed entries of reports that did not keep them whole
+  std::vector<Json> gathers;         // how the jobs' gathered reports merged in were gathered
   std::vector<Entry> entries;
   std::unordered_map<std::string, std::size_t> index;
-  // The merged report's stacks: each distinct one once (by module and offset, the same in every
-  // rank), numbered from 1.
+  // The stacks the findings refer to: each distinct one once (by module and offset, the same in
+  // every rank); renumbered in the result.
   std::unordered_map<std::string, std::int64_t> depot_ids;
-  Json stacks = Json::array();
+  std::vector<Json> stacks;  // id - 1 -> frames
+  // What is past max_findings: counted, by severity, and the keys and sites seen there (bounded).
+  struct More {
+    std::int64_t findings = 0, sites = 0, count = 0;
+    std::int64_t by_severity[3] = {0, 0, 0};
+    std::map<std::string, int> keys;  // -> severity
+    std::set<std::string> site_keys;
+  } more;
+  static constexpr std::size_t kMoreKeys = 100000;
 
   std::int64_t intern(const Json& frames) {
     if (!frames.is_array() || frames.empty()) return 0;
@@ -80,12 +170,12 @@ struct Merger::State {
       key += '\x01';
     }
     auto [it, fresh] = depot_ids.emplace(std::move(key), static_cast<std::int64_t>(stacks.size()) + 1);
-    if (fresh) stacks.push_back(Json{{"id", it->second}, {"frames", frames}});
+    if (fresh) stacks.push_back(frames);
     return it->second;
   }
 
   // Points a finding's stack references (its own and its provenance's) at the merged depot.
-  void restack(Json& d, const std::unordered_map<std::int64_t, const Json*>& table, LazyStacks* lazy) {
+  void restack_one(Json& d, const std::unordered_map<std::int64_t, const Json*>& table, LazyStacks* lazy) {
     auto it = d.find("stack");
     if (it == d.end()) return;
     static const Json kNone = Json::array();
@@ -99,10 +189,52 @@ struct Merger::State {
     if (std::int64_t sid = intern(*frames)) *it = sid;
     else d.erase("stack");
   }
+  void restack(Json& f, const std::unordered_map<std::int64_t, const Json*>& table, LazyStacks* lazy) {
+    restack_one(f, table, lazy);
+    if (auto p = f.find("provenance"); p != f.end() && truthy(&*p) && p->is_array())
+      for (Json& prov : *p)
+        if (prov.is_object()) restack_one(prov, table, lazy);
+  }
+
+  static std::string site_key(const Json& f) {
+    const Json* site = member(f, "site");
+    static const Json kEmpty = Json::object();
+    const Json& st = site && site->is_object() ? *site : kEmpty;
+    return text(st, "module") + '\0' + text(st, "offset");
+  }
+  void count_more(const std::string& key, const std::string& site, int severity, std::int64_t count,
+                  bool counted_elsewhere) {
+    more.count = add_sat(more.count, count);
+    if (severity < 3) more.by_severity[severity] = add_sat(more.by_severity[severity], count);
+    if (counted_elsewhere) return;
+    if (more.keys.size() < kMoreKeys ? more.keys.emplace(key, severity).second : true)
+      more.findings = add_sat(more.findings, 1);
+    if (more.site_keys.size() < kMoreKeys ? more.site_keys.insert(site).second : true) more.sites = add_sat(more.sites, 1);
+  }
+  // Keeps the max_findings entries that sort first; the others are counted in `more`.
+  void trim() {
+    if (max_findings == 0 || entries.size() <= max_findings) return;
+    std::vector<std::size_t> order(entries.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [this](std::size_t a, std::size_t b) {
+      return std::tie(entries[a].severity, entries[a].key) < std::tie(entries[b].severity, entries[b].key);
+    });
+    std::vector<Entry> kept;
+    kept.reserve(max_findings);
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      Entry& e = entries[order[k]];
+      if (k < max_findings) kept.push_back(std::move(e));
+      else count_more(e.key, site_key(e.finding), e.severity, e.count, false);
+    }
+    entries = std::move(kept);
+    index.clear();
+    for (std::size_t i = 0; i < entries.size(); ++i) index.emplace(entries[i].key, i);
+  }
 };
 
-Merger::Merger() : s_(std::make_unique<State>()) {}
+Merger::Merger(std::size_t max_findings) : s_(std::make_unique<State>(max_findings)) {}
 Merger::~Merger() = default;
+void Merger::mark_gathered() { s_->gathered = true; }
 
 void Merger::add(const std::string& path, const Json& data, LazyStacks* lazy, const std::vector<FindingKey>* keys) {
   try {
@@ -116,10 +248,23 @@ void Merger::add(const std::string& path, const Json& data, LazyStacks* lazy, co
     }
     const Json* rank = nullptr;
     std::string job;
+    bool covered = false;  // its findings up to "gathered_count" are in a gathered report merged before
     static const Json kEmpty = Json::object();
-    if (text(data, "schema") == kMergedSchema) {
+    const bool merged_input = text(data, "schema") == kMergedSchema;
+    if (merged_input) {
       if (const Json* ranks = member(data, "ranks"); ranks && ranks->is_array())
         for (const Json& r : *ranks) s_->ranks.push_back(r);
+      if (const Json* g = member(data, "gathered"); g && g->is_object()) s_->gathers.push_back(*g);
+      if (const Json* gs = member(data, "gathers"); gs && gs->is_array())
+        for (const Json& g : *gs) s_->gathers.push_back(g);
+      if (const Json* more = member(data, "more"); more && more->is_object()) {
+        s_->more.findings = add_sat(s_->more.findings, integer(*more, "findings", 0));
+        s_->more.sites = add_sat(s_->more.sites, integer(*more, "sites", 0));
+        s_->more.count = add_sat(s_->more.count, integer(*more, "count", 0));
+        if (const Json* sev = member(*more, "summary"))
+          for (int i = 0; i < 3; ++i)
+            s_->more.by_severity[i] = add_sat(s_->more.by_severity[i], integer(*sev, kSeverities[i], 0));
+      }
     } else {
       const Json* run_p = member(data, "run");
       const Json& run = run_p && run_p->is_object() ? *run_p : kEmpty;
@@ -129,31 +274,84 @@ void Merger::add(const std::string& path, const Json& data, LazyStacks* lazy, co
         const Json* v = member(run, key);
         return v ? *v : Json();
       };
+      // A rank the gathered report holds already: this report says what came after.
+      if (!s_->gathered && is_int(rank)) {
+        for (const Json& r : s_->ranks) {
+          if (!truthy(r, "gathered") || job_of(r) != job) continue;
+          const Json* ranks = member(r, "ranks");
+          if (ranks ? has_rank(*ranks, rank->get<std::int64_t>()) : (is_int(member(r, "rank")) &&
+                                                                     integer(r, "rank", -1) == rank->get<std::int64_t>())) {
+            covered = true;
+            break;
+          }
+        }
+      }
       Json entry = {{"rank", value("rank")}, {"size", value("size")}, {"pid", value("pid")},
                     {"status", value("status")}, {"signal", member(run, "signal") ? value("signal") : Json(0)},
                     {"mode", value("mode")}, {"file", basename(path)}};
+      if (truthy(run, "thread_level")) entry["thread_level"] = value("thread_level");
+      if (s_->gathered) {
+        entry.erase("pid");
+        entry.erase("file");
+        entry["gathered"] = true;
+      }
       if (const Json* spawned = member(run, "spawned")) {
-        entry["job"] = truthy(run, "job") ? value("job") : Json();
+        entry["job"] = truthy(run, "job") ? value("job") : (s_->gathered && truthy(spawned) ? Json(job) : Json());
         entry["spawned"] = truthy(spawned);
       }
       if (const Json* counts = member(data, "intercepted"); counts && counts->is_object())
         entry["intercepted"] = *counts;
-      s_->ranks.push_back(std::move(entry));
+      if (covered) {
+        // Its entry is the gathered report's; this one only if it ended otherwise than finalized
+        // (a signal at exit), for what the run's end says of it.
+        entry["after_gathered"] = true;
+        entry.erase("intercepted");
+        if (text(entry, "status") != "finalized") s_->ranks.push_back(std::move(entry));
+      } else {
+        s_->ranks.push_back(std::move(entry));
+      }
     }
+    auto origin_of = [&](const Json& f) -> Origin {
+      if (!merged_input) return {job.empty() ? 0 : 1, job, is_int(rank) ? rank->get<std::int64_t>() : INT64_MAX};
+      RankSet main;
+      if (const Json* r = member(f, "ranks")) main.add_all(*r);
+      if (!main.runs.empty()) return {0, "", main.lowest()};
+      Origin best{1, "", INT64_MAX};
+      if (const Json* sp = member(f, "spawned_ranks"); sp && sp->is_array())
+        for (const Json& x : *sp) {
+          RankSet set;
+          if (const Json* rs = member(x, "ranks")) set.add_all(*rs);
+          best = std::min(best, Origin{1, text(x, "job"), set.lowest()});
+        }
+      return best;
+    };
     auto fold = [&](const Json* whole, const std::string& key, std::int64_t count, const Json& f_for_ranks) {
+      if (covered && whole != nullptr) count -= std::max<std::int64_t>(0, integer(*whole, "gathered_count", 0));
+      if (count <= 0 && covered) return;
+      int severity = whole ? severity_index(text(*whole, "severity")) : 3;
+      if (auto d = s_->more.keys.find(key); d != s_->more.keys.end()) {  // past the cap already
+        s_->count_more(key, "", d->second, count, true);
+        return;
+      }
       auto [it, fresh] = s_->index.emplace(key, s_->entries.size());
+      Origin origin = whole ? origin_of(*whole) : Origin{1, "", INT64_MAX};
       if (fresh) {
         State::Entry e;
-        e.finding = Json::object();
-        for (const auto& [k, v] : whole->items())
-          if (k != "rank" && k != "ranks" && k != "count" && k != "spawned_ranks") e.finding[k] = v;
-        s_->restack(e.finding, table, lazy);
-        if (auto p = e.finding.find("provenance"); p != e.finding.end() && truthy(&*p) && p->is_array())
-          for (Json& prov : *p)
-            if (prov.is_object()) s_->restack(prov, table, lazy);
+        e.key = key;
+        e.severity = severity;
         s_->entries.push_back(std::move(e));
       }
       State::Entry& e = s_->entries[it->second];
+      if (whole != nullptr && (fresh || origin < e.origin)) {
+        e.finding = Json::object();
+        for (const auto& [k, v] : whole->items())
+          if (k != "rank" && k != "ranks" && k != "count" && k != "spawned_ranks" && k != "gathered_count" &&
+              k != "suppression" && k != "default")
+            e.finding[k] = v;
+        s_->restack(e.finding, table, lazy);
+        e.origin = origin;
+        e.severity = severity;
+      }
       e.count = add_sat(e.count, count);
       const Json* ranks = member(f_for_ranks, "ranks");
       if (!job.empty()) {
@@ -161,53 +359,156 @@ void Merger::add(const std::string& path, const Json& data, LazyStacks* lazy, co
       } else if ((rank != nullptr && !rank->is_null()) || ranks == nullptr) {
         e.ranks.add(rank);
       } else {
-        if (ranks->is_array())
-          for (const Json& r : *ranks) e.ranks.add(&r);
+        e.ranks.add_all(*ranks);
         if (const Json* sp = member(f_for_ranks, "spawned_ranks"); sp && sp->is_array()) {
           for (const Json& s : *sp) {
             RankSet& set = e.spawned[text(s, "job")];
-            if (const Json* rs = member(s, "ranks"); rs && rs->is_array())
-              for (const Json& r : *rs) set.add(&r);
+            if (const Json* rs = member(s, "ranks")) set.add_all(*rs);
           }
         }
       }
     };
     if (keys != nullptr && lazy != nullptr) {
-      // A rank report read quickly: a finding's text is parsed only when it is a new one.
+      // A rank report read quickly: a finding's text is parsed only when it is a new one, or
+      // when the rank's is the text to keep (a lower rank than the one kept).
       static const Json kNoRanks = Json::object();
+      const Origin here{job.empty() ? 0 : 1, job, is_int(rank) ? rank->get<std::int64_t>() : INT64_MAX};
       for (const FindingKey& k : *keys) {
-        if (k.whole) {
+        if (k.whole || covered) {
           Json f = lazy->parse_range(k.begin, k.end);
           fold(&f, finding_key(f), integer(f, "count", 1), f);
           continue;
         }
-        if (s_->index.count(k.key)) {
-          fold(nullptr, k.key, k.count, kNoRanks);
-        } else {
+        auto known = s_->index.find(k.key);
+        if (s_->more.keys.count(k.key) == 0 &&
+            (known == s_->index.end() || here < s_->entries[known->second].origin)) {
           Json f = lazy->parse_range(k.begin, k.end);
           fold(&f, k.key, k.count, kNoRanks);
+        } else {
+          fold(nullptr, k.key, k.count, kNoRanks);
         }
       }
-      return;
+    } else {
+      auto fold_all = [&](const char* list) {
+        const Json* findings = member(data, list);
+        if (!findings || !findings->is_array()) return;
+        for (const Json& f : *findings) {
+          if (!f.is_object()) continue;
+          // A suppressed finding of a merged report is merged again only whole (older reports
+          // kept just its rule, message and count there).
+          if (std::strcmp(list, "suppressed") == 0 && !member(f, "site")) {
+            s_->old_suppressed.push_back(f);
+            continue;
+          }
+          fold(&f, finding_key(f), integer(f, "count", 1), f);
+        }
+      };
+      fold_all("findings");
+      if (merged_input) fold_all("suppressed");
     }
-    const Json* findings = member(data, "findings");
-    if (!findings || !findings->is_array()) return;
-    for (const Json& f : *findings)
-      if (f.is_object()) fold(&f, finding_key(f), integer(f, "count", 1), f);
+    if (s_->max_findings && s_->entries.size() > 2 * s_->max_findings) s_->trim();
   } catch (const Json::exception& e) {
     throw ReportError(path + ": not a usable report: " + e.what());
   }
 }
 
+namespace {
+
+// Consecutive entries of a gathered job that ended the same way, as one entry.
+std::vector<Json> group_gathered(std::vector<Json> ranks) {
+  std::vector<Json> out;
+  auto same = [](const Json& a, const Json& b) {
+    for (const char* k : {"size", "status", "signal", "mode", "thread_level", "job", "spawned"}) {
+      const Json* x = member(a, k);
+      const Json* y = member(b, k);
+      if ((x == nullptr) != (y == nullptr) || (x && *x != *y)) return false;
+    }
+    return true;
+  };
+  auto first_last = [](const Json& e, std::int64_t* lo, std::int64_t* hi) {
+    if (const Json* r = member(e, "rank"); is_int(r)) {
+      *lo = *hi = r->get<std::int64_t>();
+      return true;
+    }
+    const Json* rs = member(e, "ranks");
+    if (rs == nullptr || !rs->is_array() || rs->size() != 1) return false;
+    bool one = false;
+    for_each_rank_range(*rs, [&](std::int64_t a, std::int64_t b) {
+      *lo = a;
+      *hi = b;
+      one = true;
+    });
+    return one;
+  };
+  auto add_counts = [](Json& into, const Json* counts) {
+    if (!counts || !counts->is_object()) return;
+    for (const auto& [family, bindings] : counts->items()) {
+      if (!bindings.is_object()) continue;
+      for (const auto& [binding, n] : bindings.items())
+        if (is_int(&n)) {
+          Json& sum = into[family][binding];
+          sum = add_sat(sum.is_number_integer() ? sum.get<std::int64_t>() : 0, n.get<std::int64_t>());
+        }
+    }
+  };
+  for (Json& e : ranks) {
+    std::int64_t lo = 0, hi = 0;
+    if (!truthy(e, "gathered") || !first_last(e, &lo, &hi)) {
+      out.push_back(std::move(e));
+      continue;
+    }
+    std::int64_t plo = 0, phi = 0;
+    if (!out.empty() && truthy(out.back(), "gathered") && same(out.back(), e) && first_last(out.back(), &plo, &phi) &&
+        phi < INT64_MAX && phi + 1 == lo) {
+      Json& g = out.back();
+      Json counts = Json::object();
+      add_counts(counts, member(g, "intercepted"));
+      add_counts(counts, member(e, "intercepted"));
+      g.erase("rank");
+      g["ranks"] = Json::array({Json::array({plo, hi})});
+      if (!counts.empty()) g["intercepted"] = std::move(counts);
+      continue;
+    }
+    out.push_back(std::move(e));
+  }
+  // An entry of one rank stays {"rank": N}; the ranks of a group are written first in it.
+  for (Json& e : out) {
+    if (!member(e, "ranks")) continue;
+    Json g = {{"ranks", e["ranks"]}};
+    for (const auto& [k, v] : e.items())
+      if (k != "ranks") g[k] = v;
+    e = std::move(g);
+  }
+  return out;
+}
+
+}  // namespace
+
 Json Merger::result(const std::optional<std::vector<std::string>>& command, std::optional<int> exit_code) {
+  s_->trim();
   std::vector<std::size_t> order(s_->entries.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::vector<std::pair<int, std::string>> keys;
+  std::vector<std::tuple<int, std::string, const std::string*>> keys;
   keys.reserve(order.size());
-  for (const auto& e : s_->entries) keys.emplace_back(severity_index(text(e.finding, "severity")), text(e.finding, "rule"));
-  std::stable_sort(order.begin(), order.end(), [&keys](std::size_t a, std::size_t b) { return keys[a] < keys[b]; });
+  for (const auto& e : s_->entries) keys.emplace_back(e.severity, text(e.finding, "rule"), &e.key);
+  std::sort(order.begin(), order.end(), [&keys](std::size_t a, std::size_t b) {
+    return std::tie(std::get<0>(keys[a]), std::get<1>(keys[a]), *std::get<2>(keys[a])) <
+           std::tie(std::get<0>(keys[b]), std::get<1>(keys[b]), *std::get<2>(keys[b]));
+  });
   Json findings = Json::array();
   std::int64_t totals[3] = {0, 0, 0};
+  // The stacks the findings use, numbered from 1 in the order they are first used.
+  std::unordered_map<std::int64_t, std::int64_t> renumber;
+  Json stacks = Json::array();
+  auto use = [&](Json& d) {
+    auto it = d.find("stack");
+    if (it == d.end() || !is_int(&*it)) return;
+    const std::int64_t old = it->get<std::int64_t>();
+    if (old < 1 || old > static_cast<std::int64_t>(s_->stacks.size())) return;
+    auto [r, fresh] = renumber.emplace(old, static_cast<std::int64_t>(stacks.size()) + 1);
+    if (fresh) stacks.push_back(Json{{"id", r->second}, {"frames", s_->stacks[static_cast<std::size_t>(old - 1)]}});
+    *it = r->second;
+  };
   for (std::size_t i : order) {
     State::Entry& e = s_->entries[i];
     Json f = std::move(e.finding);
@@ -218,21 +519,32 @@ Json Merger::result(const std::optional<std::vector<std::string>>& command, std:
       for (const auto& [job, set] : e.spawned) spawned.push_back(Json{{"job", job}, {"ranks", set.sorted()}});
       f["spawned_ranks"] = std::move(spawned);
     }
-    int sev = keys[i].first;
-    if (sev < 3) totals[sev] = add_sat(totals[sev], e.count);
+    use(f);
+    if (auto p = f.find("provenance"); p != f.end() && p->is_array())
+      for (Json& prov : *p)
+        if (prov.is_object()) use(prov);
+    if (e.severity < 3) totals[e.severity] = add_sat(totals[e.severity], e.count);
     findings.push_back(std::move(f));
   }
+  for (int i = 0; i < 3; ++i) totals[i] = add_sat(totals[i], s_->more.by_severity[i]);
   auto rank_order = [](const Json& r) {
     const Json* rank = member(r, "rank");
-    return std::make_tuple(truthy(r, "spawned"), text(r, "job"), !is_int(rank),
-                           is_int(rank) ? rank->get<std::int64_t>() : 0);
+    std::int64_t first = is_int(rank) ? rank->get<std::int64_t>() : 0;
+    bool known = is_int(rank);
+    if (const Json* rs = member(r, "ranks"))
+      for_each_rank_range(*rs, [&](std::int64_t lo, std::int64_t) {
+        if (!known) first = lo;
+        known = true;
+      });
+    return std::make_tuple(truthy(r, "spawned"), text(r, "job"), !known, first, truthy(r, "after_gathered"));
   };
   std::stable_sort(s_->ranks.begin(), s_->ranks.end(),
                    [&rank_order](const Json& a, const Json& b) { return rank_order(a) < rank_order(b); });
+  std::vector<Json> ranks = group_gathered(std::move(s_->ranks));
   Json out = {{"schema", kMergedSchema}, {"version", kVersion}, {"tool", {{"name", "attrcheck"}}}};
   // What the ranks intercepted, added up (ranks rebuilt from a journal alone did not say).
   Json intercepted = Json::object();
-  for (const Json& r : s_->ranks) {
+  for (const Json& r : ranks) {
     const Json* counts = member(r, "intercepted");
     if (!counts || !counts->is_object()) continue;
     for (const auto& [family, bindings] : counts->items()) {
@@ -244,14 +556,23 @@ Json Merger::result(const std::optional<std::vector<std::string>>& command, std:
         }
     }
   }
-  out["ranks"] = Json(std::move(s_->ranks));
+  out["ranks"] = Json(std::move(ranks));
   if (!intercepted.empty()) out["intercepted"] = std::move(intercepted);
   out["summary"] = {{"error", totals[0]}, {"warning", totals[1]}, {"info", totals[2]}};
   out["findings"] = std::move(findings);
-  out["stacks"] = std::move(s_->stacks);
+  if (s_->more.count || s_->more.findings) {
+    const auto& m = s_->more;
+    out["more"] = {{"findings", m.findings}, {"sites", m.sites}, {"count", m.count},
+                   {"summary", {{"error", m.by_severity[0]}, {"warning", m.by_severity[1]}, {"info", m.by_severity[2]}}},
+                   {"cap", s_->max_findings}};
+  }
+  out["stacks"] = std::move(stacks);
+  if (!s_->old_suppressed.empty()) out["suppressed"] = Json(std::move(s_->old_suppressed));
+  if (!s_->gathers.empty()) out["gathers"] = Json(std::move(s_->gathers));
   if (command) out["command"] = *command;
   if (exit_code) out["exit_code"] = *exit_code;
-  s_ = std::make_unique<State>();
+  const std::size_t max = s_->max_findings;
+  s_ = std::make_unique<State>(max);
   return out;
 }
 
@@ -379,15 +700,44 @@ void write_atomic(const std::string& path, const std::string& content, bool over
   }
 }
 
-Json merge_directory(const std::string& dir, const std::optional<std::vector<std::string>>& command,
-                     std::optional<int> exit_code, bool lock, const std::vector<Suppression>& suppressions) {
-  int lock_fd = -1;
-  if (lock) {
-    lock_fd = ::open((dir + "/.merge.lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
-    if (lock_fd >= 0)
-      while (::flock(lock_fd, LOCK_EX) != 0 && errno == EINTR) {
-      }
+namespace {
+
+// The pid a per-rank file or a gathered report was written by (-1 if it does not say).
+long writer_pid(const std::string& path) {
+  try {
+    if (ends_with(path, ".journal")) {
+      std::string body = read_file(path);
+      Json header = Json::parse(body.substr(0, body.find('\n')), nullptr, false);
+      const Json* run = member(header, "run");
+      return run ? static_cast<long>(integer(*run, "pid", -1)) : -1;
+    }
+    Json data = parse(path, read_file(path));
+    if (const Json* g = member(data, "gathered")) return static_cast<long>(integer(*g, "pid", -1));
+    const Json* run = member(data, "run");
+    return run ? static_cast<long>(integer(*run, "pid", -1)) : -1;
+  } catch (const std::exception&) {
+    return -1;
   }
+}
+
+std::string stem_of(const std::string& path) {
+  auto dot = path.rfind('.');
+  auto slash = path.rfind('/');
+  return dot == std::string::npos || (slash != std::string::npos && dot < slash) ? path : path.substr(0, dot);
+}
+
+}  // namespace
+
+bool is_gathered(const Json& report) { return member(report, "gathered") != nullptr; }
+
+Json merge_directory(const std::string& dir, const std::optional<std::vector<std::string>>& command,
+                     std::optional<int> exit_code, const DirectoryMerge& how,
+                     const std::vector<Suppression>& suppressions, bool* completed) {
+  // One merge at a time in a directory: a lock on the directory itself (no file of its own).
+  int lock_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (lock_fd >= 0)
+    while (::flock(lock_fd, LOCK_EX) != 0 && errno == EINTR) {
+    }
   struct Unlock {
     int fd;
     ~Unlock() {
@@ -397,10 +747,63 @@ Json merge_directory(const std::string& dir, const std::optional<std::vector<std
       }
     }
   } unlock{lock_fd};
-  Json merged = merge_files(rank_files(dir), command, exit_code, true);
+  const std::string report_path = dir + "/report.json";
+  std::vector<std::string> files;
+  for (const auto& f : gathered_files(dir)) files.push_back(f);
+  for (const auto& f : rank_files(dir)) files.push_back(f);
+  if (how.only_pid) {
+    std::vector<std::string> mine;
+    for (const auto& f : files)
+      if (writer_pid(f) == *how.only_pid) mine.push_back(f);
+    files = std::move(mine);
+  }
+  // The job's report: the gathered one rank 0 wrote, or the one an earlier merge of this run
+  // made (a merged report merges again: its findings, its suppressed ones, the ranks it holds).
+  std::optional<Json> before;
+  bool was_complete = false;
+  if (exists(report_path)) {
+    struct stat st{};
+    const bool current = !how.since || (::stat(report_path.c_str(), &st) == 0 &&
+                                        (st.st_mtim.tv_sec > how.since->tv_sec ||
+                                         (st.st_mtim.tv_sec == how.since->tv_sec && st.st_mtim.tv_nsec >= how.since->tv_nsec)));
+    try {
+      Json data = load(report_path);
+      if (text(data, "schema") == kMergedSchema && current && (how.consume || is_gathered(data) || files.empty())) {
+        was_complete = !is_gathered(data) && complete(data);
+        before = std::move(data);
+      }
+    } catch (const ReportError&) {
+      // An unreadable report.json (a write cut short) is made anew from what is there.
+    }
+  }
+  Merger merger;
+  if (before) merger.add(report_path, *before);
+  before.reset();
+  std::vector<std::string> merged_files;
+  for (const auto& path : files) {
+    Loaded in;
+    try {
+      in = load_for_merge(path);
+    } catch (const ReportError& e) {
+      in.data = {{"schema", kRankSchema}, {"version", kVersion}, {"findings", Json::array()},
+                 {"run", {{"status", std::string("unreadable: ") + e.what()}}}};
+    }
+    if (in.stacks) in.stacks->tolerate();
+    merger.add(path, in.data, in.stacks.get(), in.split ? &in.findings : nullptr);
+    merged_files.push_back(path);
+  }
+  Json merged = merger.result(command, exit_code);
   symbolize(merged);
   suppress(merged, suppressions);
-  write_atomic(dir + "/report.json", dump(merged, 1) + "\n");
+  write_atomic(report_path, dump(merged, 1) + "\n");
+  if (how.consume) {
+    // In report.json now: a rank's report, its journal, a spawned job's gathered report.
+    for (const auto& path : merged_files) {
+      ::unlink(path.c_str());
+      if (!ends_with(path, ".journal")) ::unlink((stem_of(path) + ".journal").c_str());
+    }
+  }
+  if (completed) *completed = !was_complete && complete(merged);
   return merged;
 }
 
@@ -410,8 +813,8 @@ bool complete(const Json& merged) {
   std::int64_t size = 0;
   if (const Json* ranks = member(merged, "ranks"); ranks && ranks->is_array()) {
     for (const Json& r : *ranks) {
-      if (truthy(r, "spawned") || ends_with(text(r, "file"), ".journal")) continue;
-      ++count;
+      if (truthy(r, "spawned") || truthy(r, "after_gathered") || ends_with(text(r, "file"), ".journal")) continue;
+      count = add_sat(count, ranks_in_entry(r));
       if (truthy(r, "size")) {
         sizes.insert(dump(r["size"]));
         size = integer(r, "size", 0);
@@ -419,13 +822,6 @@ bool complete(const Json& merged) {
     }
   }
   return sizes.size() == 1 && count >= size;
-}
-
-bool claim_once(const std::string& dir, const std::string& what) {
-  int fd = ::open((dir + "/." + what + ".done").c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
-  if (fd < 0) return false;
-  ::close(fd);
-  return true;
 }
 
 }  // namespace attrcheck::reports

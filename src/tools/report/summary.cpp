@@ -30,19 +30,19 @@ std::string value_text(const Json& obj, const char* key, const char* fallback) {
 
 // 0,1,2,5 -> 0-2,5
 std::string rank_ranges(const Json& ranks) {
-  std::vector<std::int64_t> r;
-  for (const Json& x : ranks)
-    if (is_int(&x)) r.push_back(x.get<std::int64_t>());
+  std::vector<std::pair<std::int64_t, std::int64_t>> r;
+  for_each_rank_range(ranks, [&r](std::int64_t lo, std::int64_t hi) { r.emplace_back(lo, hi); });
   if (r.empty()) return "-";
+  std::sort(r.begin(), r.end());
   std::string out;
   std::size_t i = 0;
   while (i < r.size()) {
-    std::size_t j = i;
-    while (j + 1 < r.size() && r[j + 1] == r[j] + 1) ++j;
+    std::int64_t lo = r[i].first, hi = r[i].second;
+    while (i + 1 < r.size() && r[i + 1].first <= hi + 1) hi = std::max(hi, r[++i].second);
     if (!out.empty()) out += ",";
-    out += std::to_string(r[i]);
-    if (j > i) out += "-" + std::to_string(r[j]);
-    i = j + 1;
+    out += std::to_string(lo);
+    if (hi > lo) out += "-" + std::to_string(hi);
+    ++i;
   }
   return out;
 }
@@ -119,6 +119,14 @@ std::string summary_text(const Json& report) {
     }
   }
   const Json& ranks = array_at(report, "ranks");
+  std::int64_t rank_count = 0;
+  for (const Json& r : ranks)
+    if (!truthy(r, "after_gathered")) rank_count = add_sat(rank_count, ranks_in_entry(r));
+  std::string more_text;
+  if (const Json* more = member(report, "more"); more && more->is_object())
+    more_text = "; past the report's " + value_text(*more, "cap", "?") + " findings, " + value_text(*more, "count", "0") +
+                " more at up to " + value_text(*more, "findings", "0") + " findings and " + value_text(*more, "sites", "0") +
+                " sites are counted only";
   std::string suppressed = truthy(s, "suppressed") ? ", " + value_text(s, "suppressed", "0") + " suppressed" : "";
   std::int64_t by_default = 0;
   for (const Json& x : array_at(report, "suppressed"))
@@ -126,7 +134,7 @@ std::string summary_text(const Json& report) {
   if (by_default) suppressed += " (" + std::to_string(by_default) + " by default suppressions)";
   lines.push_back("attrcheck: " + value_text(s, "error", "0") + " error(s), " + value_text(s, "warning", "0") +
                   " warning(s), " + value_text(s, "info", "0") + " info" + suppressed + " in " +
-                  std::to_string(ranks.size()) + " rank report(s)");
+                  std::to_string(rank_count) + " rank report(s)" + more_text);
   if (const Json* counts = member(report, "intercepted"); counts && counts->is_object()) {
     // One line of what was checked: a report without findings from a run whose calls were never
     // intercepted would look the same as a clean one.
@@ -159,7 +167,8 @@ std::string summary_text(const Json& report) {
     if (status == nullptr || status->is_null() || (status->is_string() && *status == "finalized")) continue;
     std::string sig = truthy(r, "signal") ? ", signal " + value_text(r, "signal", "0") : "";
     std::string job = job_of(r);
-    lines.push_back("attrcheck: rank " + value_text(r, "rank", "None") + (job.empty() ? "" : " of spawned job " + job) +
+    lines.push_back(std::string("attrcheck: ") + (member(r, "ranks") ? "ranks " : "rank ") + entry_ranks_text(r) +
+                    (job.empty() ? "" : " of spawned job " + job) +
                     " ended " + py_str(*status) + sig);
   }
   if (!findings.empty()) {

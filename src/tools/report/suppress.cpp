@@ -163,13 +163,13 @@ void suppress(Json& report, const std::vector<Suppression>& suppressions) {
       kept.push_back(std::move(f));
       continue;
     }
-    const Json* severity = member(f, "severity");
-    const Json* ranks = member(f, "ranks");
-    const Json* c = member(f, "count");
-    Json entry = {{"rule", text(f, "rule")}, {"severity", severity ? *severity : Json()},
-                  {"message", text(f, "message")}, {"count", c ? *c : Json(1)},
-                  {"ranks", ranks ? *ranks : Json::array()}, {"suppression", hit->origin}};
-    if (truthy(f, "spawned_ranks")) entry["spawned_ranks"] = f["spawned_ranks"];
+    // The whole finding, with the suppression that matched it: a merged report merges again
+    // (merge.hpp), and its suppressions are applied anew then.
+    Json entry = {{"rule", text(f, "rule")}, {"severity", member(f, "severity") ? f["severity"] : Json()},
+                  {"message", text(f, "message")}, {"count", member(f, "count") ? f["count"] : Json(1)},
+                  {"ranks", member(f, "ranks") ? f["ranks"] : Json::array()}, {"suppression", hit->origin}};
+    for (auto& [k, v] : f.items())
+      if (!entry.contains(k)) entry[k] = std::move(v);
     if (hit->by_default) entry["default"] = true;
     suppressed.push_back(std::move(entry));
   }
