@@ -167,7 +167,7 @@ TEST(Journal, HeaderNamesTheRunAndItsJobAndFindingsFollow) {
   int site;
   store.record(input(Rule::KeyvalLeak, &site, 5, "before the journal"));
   Journal journal;
-  ASSERT_TRUE(journal.start(path.c_str(), run, store));
+  ASSERT_TRUE(journal.start(path.c_str(), run, store, true));
   store.record(input(Rule::KeyvalFreed, &site, 6, "after it started"));
   std::ifstream in(path);
   std::string line;

@@ -19,6 +19,7 @@ DEMO = os.path.join(BUILD, "examples", "demo")
 CASES = os.path.join(BUILD, "tests", "mpi")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mpi_config  # noqa: E402
+import report_files  # noqa: E402
 
 MPI = mpi_config.load(BUILD)  # the build's MPI library and its launcher (mpiexec.mpich for MPICH)
 ENV = MPI.env()
@@ -76,7 +77,7 @@ class LauncherTest(unittest.TestCase):
         self.assertEqual(p.returncode, 1, p.stderr)  # the demo has errors; the demo itself exits 0
         report = self.merged()
         self.assertEqual(report["schema"], "attrcheck.report")
-        self.assertEqual(sorted(r["rank"] for r in report["ranks"]), [0, 1])
+        self.assertEqual(sorted(rank for (_, rank), _ in report_files.rank_entries(report)), [0, 1])
         rules = {f["rule"]: f for f in report["findings"]}
         self.assertEqual(rules["keyval.double-free"]["ranks"], [0, 1])
         self.assertEqual(rules["keyval.double-free"]["count"], 2)
@@ -124,7 +125,7 @@ class LauncherTest(unittest.TestCase):
     def test_stale_reports_of_an_earlier_run_are_not_merged(self):
         run([LAUNCHER, "--output", self.out, "--", *mpirun(2, DEMO)])
         run([LAUNCHER, "--output", self.out, "--", *mpirun(1, DEMO)])
-        self.assertEqual([r["rank"] for r in self.merged()["ranks"]], [0])
+        self.assertEqual([rank for (_, rank), _ in report_files.rank_entries(self.merged())], [0])
 
     def test_suppressions_and_quiet_ranks(self):
         supp = os.path.join(self.dir, "demo.supp")
@@ -202,7 +203,7 @@ class LauncherTest(unittest.TestCase):
         p = run(mpirun(2, LAUNCHER, "--output", self.out, "--fail-on", "never", "--", DEMO))
         self.assertEqual(p.returncode, 0, p.stderr)
         report = self.merged()
-        self.assertEqual(sorted(r["rank"] for r in report["ranks"]), [0, 1])
+        self.assertEqual(sorted(rank for (_, rank), _ in report_files.rank_entries(report)), [0, 1])
         self.assertIn("keyval.double-free", {f["rule"] for f in report["findings"]})
         self.assertEqual(p.stderr.count("rank report(s)"), 1, "the merged summary is printed once")
 
@@ -250,20 +251,25 @@ class LauncherTest(unittest.TestCase):
     # --- report files ---------------------------------------------------------------------------
 
     def test_report_write_replaces_a_symlink_without_following_it(self):
-        os.makedirs(self.out)
         victim = os.path.join(self.dir, "victim")
-        with open(victim, "w") as f:
-            f.write("precious")
-        # Planted at the rank report's name (after the launcher's clean-up: run the app directly).
-        os.symlink(victim, os.path.join(self.out, "rank-0.json"))
-        env = dict(ENV, LD_PRELOAD=os.path.join(BUILD, "lib", "libattrcheck.so"), ATTRCHECK_OUTPUT=self.out)
-        run(mpirun(1, DEMO), env=env)
-        with open(victim) as f:
-            self.assertEqual(f.read(), "precious")
-        path = os.path.join(self.out, "rank-0.json")
-        self.assertFalse(os.path.islink(path))
-        with open(path) as f:
-            self.assertEqual(json.load(f)["run"]["status"], "finalized")
+        # Planted at the report's name (after the launcher's clean-up: run the app directly): the
+        # job's report rank 0 writes, and a rank's own report (no gather).
+        for name, gather in (("report.json", {}), ("rank-0.json", {"ATTRCHECK_GATHER_TIMEOUT": "0"})):
+            shutil.rmtree(self.out, ignore_errors=True)
+            os.makedirs(self.out)
+            with open(victim, "w") as f:
+                f.write("precious")
+            os.symlink(victim, os.path.join(self.out, name))
+            env = dict(ENV, LD_PRELOAD=os.path.join(BUILD, "lib", "libattrcheck.so"), ATTRCHECK_OUTPUT=self.out,
+                       **gather)
+            run(mpirun(1, DEMO), env=env)
+            with open(victim) as f:
+                self.assertEqual(f.read(), "precious", name)
+            path = os.path.join(self.out, name)
+            self.assertFalse(os.path.islink(path), name)
+            with open(path) as f:
+                data = json.load(f)
+            self.assertEqual(data["run"]["status"] if "run" in data else data["ranks"][0]["status"], "finalized")
 
     def test_bad_environment_value_is_reported_and_defaulted(self):
         env = dict(ENV, LD_PRELOAD=os.path.join(BUILD, "lib", "libattrcheck.so"), ATTRCHECK_OUTPUT=self.out,
@@ -271,9 +277,8 @@ class LauncherTest(unittest.TestCase):
         p = run(mpirun(1, DEMO), env=env)
         self.assertEqual(p.returncode, 0)
         self.assertIn("ATTRCHECK_MODE='sideways' is not valid (expected shadow, emulate, off)", p.stderr)
-        with open(os.path.join(self.out, "rank-0.json")) as f:
-            self.assertEqual(json.load(f)["run"]["mode"], "shadow")
-
+        with open(os.path.join(self.out, "report.json")) as f:
+            self.assertEqual(json.load(f)["ranks"][0]["mode"], "shadow")
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

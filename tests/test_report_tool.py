@@ -36,8 +36,13 @@ class ReportToolTest(unittest.TestCase):
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="attrcheck-report-test-")
         cls.run_dir = os.path.join(cls.dir, "run")
-        subprocess.run([LAUNCHER, "--output", cls.run_dir, "--fail-on", "never", "--", *MPI.mpiexec(2, DEMO)],
-                       env=ENV, capture_output=True, timeout=120, check=True)
+        # Each rank's own report, as a run without the launcher and without the gather leaves them.
+        env = dict(ENV, LD_PRELOAD=os.path.join(BUILD, "lib", "libattrcheck.so"), ATTRCHECK_OUTPUT=cls.run_dir,
+                   ATTRCHECK_GATHER_TIMEOUT="0", ATTRCHECK_RANK_SUMMARY="0")
+        subprocess.run([*MPI.mpiexec(2, DEMO)], env=env, capture_output=True, timeout=120, check=True)
+        # and the merged report beside them (the rank reports stay: attrcheck-report never removes any)
+        subprocess.run([TOOL, "merge", cls.run_dir, "-o", os.path.join(cls.run_dir, "report.json")],
+                       capture_output=True, timeout=120, check=True)
         cls.rank0 = os.path.join(cls.run_dir, "rank-0.json")
 
     @classmethod
@@ -139,7 +144,7 @@ class ReportToolTest(unittest.TestCase):
         # its own finding, however the handle values differ.
         with open(self.rank0) as f:
             parent = json.load(f)
-        self.assertEqual((parent["version"], parent["run"]["spawned"]), ("1.5", False))
+        self.assertEqual((parent["version"], parent["run"]["spawned"]), ("1.6", False))
         child = json.loads(json.dumps(parent))
         child["run"].update(job="4711", spawned=True, pid=parent["run"]["pid"] + 1)
         double = next(f for f in child["findings"] if f["rule"] == "keyval.double-free")

@@ -434,6 +434,14 @@ void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcep
   busy_.store(false, std::memory_order_release);
 }
 
+void FindingStore::mark_gathered() noexcept {
+  for (std::size_t i = 0, n = size(); i < n; ++i) {
+    Finding& f = entries_[i];
+    if (f.committed.load(std::memory_order_acquire)) f.gathered.store(f.count.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  }
+  version_.fetch_add(1, std::memory_order_release);
+}
+
 void FindingStore::counts(std::uint64_t out[3]) const noexcept {
   out[0] = out[1] = out[2] = 0;
   const std::size_t n = size();
@@ -508,6 +516,9 @@ void render_finding(FdWriter& w, int rank, const Finding& f, const SymbolTable* 
   w.key("call"); w.str(f.call); w.raw(",");
   w.key("rank"); w.num(rank); w.raw(",");
   w.key("count"); w.num(static_cast<long long>(f.count.load(std::memory_order_relaxed)));
+  if (const std::uint64_t g = f.gathered.load(std::memory_order_relaxed)) {
+    w.raw(","); w.key("gathered_count"); w.num(static_cast<long long>(g));
+  }
   if (f.has_keyval) { w.raw(","); w.key("keyval"); w.num(f.keyval); }
   if (f.has_callbacks) {
     w.raw(","); w.key("keyval_callbacks"); w.raw("{");
@@ -762,29 +773,44 @@ bool ReportFile::write(const RunInfo& run, const FindingStore& store) noexcept {
 
 // ---- the journal -------------------------------------------------------------------------------
 
-bool Journal::start(const char* path, const RunInfo& run, FindingStore& store) noexcept {
+bool Journal::start(const char* path, const RunInfo& run, FindingStore& store, bool now) noexcept {
   finish(store);
   std::snprintf(path_, sizeof path_, "%s", path);
-  ::unlink(path_);  // O_EXCL after unlink: never append through a symlink planted there
-  const int fd = ::open(path_, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    path_[0] = '\0';
-    return false;
-  }
-  {
-    FdWriter w(fd);
-    render_header(w, kJournalSchema, run);
-    w.raw("}}\n");
-  }
-  fd_.store(fd, std::memory_order_release);
-  // Findings recorded before it started, then every new one as the store records it. (One that
-  // is recorded between the two is appended twice: the merge keeps one line per seq.)
+  run_ = &run;
+  failed_ = false;
   store.set_journal(this);
+  if (!now || store.size() == 0) return true;  // created by the next finding
+  // Findings recorded already: the file now. (One recorded meanwhile is appended twice: the merge
+  // keeps one line per seq.)
+  if (!open_file(store)) return false;
   for (std::size_t i = 0; i < store.size(); ++i) append(store, i);
   return true;
 }
 
+bool Journal::open_file(const FindingStore&) noexcept {
+  if (fd_.load(std::memory_order_acquire) >= 0) return true;
+  if (failed_ || !path_[0] || !run_) return false;
+  ::unlink(path_);  // O_EXCL after unlink: never append through a symlink planted there
+  const int fd = ::open(path_, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    failed_ = true;
+    return false;
+  }
+  {
+    FdWriter w(fd);
+    render_header(w, kJournalSchema, *run_);
+    w.raw("}}\n");
+  }
+  fd_.store(fd, std::memory_order_release);
+  return true;
+}
+
 void Journal::append(const FindingStore& store, std::size_t index) noexcept {
+  if (fd_.load(std::memory_order_acquire) < 0) {
+    // The first finding: the file, with the header and every finding before this one.
+    if (!open_file(store)) return;
+    for (std::size_t i = 0; i < index && i < store.size(); ++i) append(store, i);
+  }
   const int fd = fd_.load(std::memory_order_acquire);
   if (fd < 0 || index >= store.size()) return;
   const Finding& f = store.at(index);
@@ -817,9 +843,12 @@ void Journal::append(const FindingStore& store, std::size_t index) noexcept {
 void Journal::finish(FindingStore& store) noexcept {
   store.set_journal(nullptr);
   const int fd = fd_.exchange(-1, std::memory_order_acq_rel);
-  if (fd >= 0) ::close(fd);
-  if (path_[0]) ::unlink(path_);
+  if (fd >= 0) {
+    ::close(fd);
+    ::unlink(path_);  // (never created: nothing to remove, and never a stranger's file)
+  }
   path_[0] = '\0';
+  run_ = nullptr;
 }
 
 }  // namespace attrcheck

@@ -17,7 +17,7 @@
 namespace attrcheck {
 
 inline constexpr char kReportSchema[] = "attrcheck.rank-report";
-inline constexpr char kReportVersion[] = "1.5";
+inline constexpr char kReportVersion[] = "1.6";
 inline constexpr char kToolVersion[] = "0.1.0";
 
 // Copies `src` (null: "") into `dst`, truncating to `size` - 1 characters; no allocation.
@@ -94,6 +94,9 @@ struct FindingInput {
 struct Finding {
   std::atomic<bool> committed{false};
   std::atomic<std::uint64_t> count{0};
+  // The count the job's gathered report holds (FindingStore::mark_gathered); what a report written
+  // after it adds is the difference ("gathered_count" in the JSON, for the merge).
+  std::atomic<std::uint64_t> gathered{0};
   Rule rule = Rule::Count;
   const void* site = nullptr;
   bool site_is_entry = false;
@@ -193,6 +196,9 @@ class FindingStore {
     version_.fetch_add(1, std::memory_order_release);
   }
   const SymbolTable* symbols() const noexcept { return symbols_.load(std::memory_order_acquire); }
+  // The findings as they are now are in the job's gathered report: each remembers its count, and
+  // reports written from now on say it ("gathered_count"), so the merge adds only what came after.
+  void mark_gathered() noexcept;
 
  private:
   void record_impl(const FindingInput& in, bool signal_safe) noexcept;
@@ -254,17 +260,20 @@ class ReportFile {
 // The rank's findings as they are found, for a process that is killed without warning (SIGKILL
 // from Hydra after another rank's MPI_Abort, the OOM killer, a batch system): one JSON line per
 // new finding, appended with write(2) (no allocation, async-signal-safe), after a header line with
-// the run. Each line carries the finding's index in the store ("seq"): a rank report written
+// the run. The file is created by the first finding (open(2) is async-signal-safe): a rank that
+// finds nothing never touches the file system. Each line carries the finding's index in the store ("seq"): a rank report written
 // later holds findings 0..n-1, so the merge (reports/attrcheck_report.py) adds the journal's
 // findings from n on, or rebuilds the rank from the journal alone when no report was written.
 // Once a final report holds everything, the journal is removed.
 inline constexpr char kJournalSchema[] = "attrcheck.rank-journal";
 class Journal {
  public:
-  // Starts the journal at `path` (replacing one there, never following a symlink), with the
-  // run's header and every finding recorded so far; attaches it to `store`. A journal already
-  // open elsewhere is closed and removed first. False on failure (the run goes on without one).
-  bool start(const char* path, const RunInfo& run, FindingStore& store) noexcept;
+  // Arms the journal at `path` and attaches it to `store`: the first finding recorded from now on
+  // creates the file (replacing one there, never following a symlink) with `run`'s header and
+  // every finding so far; with `now`, findings recorded already create it at once. A journal
+  // already open elsewhere is closed and removed first. False if the file cannot be created (the
+  // run goes on without one).
+  bool start(const char* path, const RunInfo& run, FindingStore& store, bool now) noexcept;
   // Appends finding `index` of `store`. Called by the store, under its writer flag.
   void append(const FindingStore& store, std::size_t index) noexcept;
   // A report holds every finding: detaches from `store`, closes and removes the journal.
@@ -272,7 +281,10 @@ class Journal {
   bool active() const noexcept { return fd_.load(std::memory_order_acquire) >= 0; }
 
  private:
+  bool open_file(const FindingStore& store) noexcept;  // under the store's writer flag
   std::atomic<int> fd_{-1};
+  const RunInfo* run_ = nullptr;
+  bool failed_ = false;
   char path_[1024] = {};
 };
 

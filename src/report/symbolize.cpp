@@ -29,6 +29,7 @@
 #include <cxxabi.h>
 
 #include <algorithm>
+#include <climits>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -371,6 +372,111 @@ std::atomic<bool> g_done{false};
 
 }  // namespace
 
+namespace {
+
+// Names `wanted` (addresses of this process) within the limits: the table, or nullptr if nothing
+// was named. Throws only what allocation throws.
+std::unique_ptr<SymbolTable> name_wanted(const std::vector<Wanted>& wanted, const SymbolizeLimits& limits,
+                                         std::vector<std::uintptr_t>& admitted) {
+  // How each module is read, in the order the report first refers to them: libbacktrace reads
+  // its DWARF (or, without DWARF, its symbol table); a module whose DWARF is compressed is
+  // named from its symbol tables here instead (no file and line: ATTRCHECK_SYMBOLIZE=0 leaves
+  // every frame to attrcheck-report, which gets them from the DWARF, slowly).
+  enum class Way { Skip, Libbacktrace, SymbolTable };
+  std::map<std::string, Way> way;
+  std::map<std::string, FunctionSymbols> symbol_tables;
+  std::uint64_t dwarf = 0, symtab = 0;  // bytes read (or to be read, by libbacktrace)
+  for (const Wanted& w : wanted) {
+    if (way.count(w.path)) continue;
+    const ModuleCost c = module_cost(w.path);
+    Way how = Way::Skip;
+    if (c.elf && !c.compressed && symtab + c.symtab_bytes <= limits.symtab_budget &&
+        dwarf + c.dwarf_bytes <= limits.dwarf_budget) {
+      dwarf += c.dwarf_bytes;
+      symtab += c.symtab_bytes;
+      admitted.push_back(w.pc);
+      how = Way::Libbacktrace;
+    } else if (c.elf && c.compressed) {
+      FunctionSymbols& t = symbol_tables[w.path];
+      std::uint64_t left = limits.symtab_budget - symtab;
+      bool ok = t.read(w.path, left);
+      if (ok && !c.debug_file.empty()) ok = t.read(c.debug_file.c_str(), left);  // its locals
+      symtab = limits.symtab_budget - left;
+      if (ok) how = Way::SymbolTable;
+    }
+    way.emplace(w.path, how);
+  }
+  auto table = std::make_unique<SymbolTable>();
+  std::vector<std::uintptr_t> pcs;
+  for (const Wanted& w : wanted) {
+    const Way how = way[w.path];
+    if (how == Way::Libbacktrace) pcs.push_back(w.pc);
+    std::uintptr_t bias = 0;
+    if (how != Way::SymbolTable || !load_bias(w.pc, bias)) continue;
+    // Only a name found is published: an address named by no symbol stays for the offline pass.
+    if (const char* name = symbol_tables[w.path].at(w.pc - bias)) table->add(w.pc, demangled(name), "", 0);
+  }
+  std::sort(pcs.begin(), pcs.end());
+  pcs.erase(std::unique(pcs.begin(), pcs.end()), pcs.end());
+  if (!admitted.empty()) {
+    g_admitted.store(&admitted, std::memory_order_release);
+    for (const std::uintptr_t pc : pcs) {
+      const boost::stacktrace::frame fr(reinterpret_cast<const void*>(pc));
+      table->add(pc, fr.name(), fr.source_file(), static_cast<long>(fr.source_line()));
+    }
+    g_admitted.store(nullptr, std::memory_order_release);
+  }
+  table->seal();
+  if (!table->size()) return nullptr;
+  return table;
+}
+
+// Where each module loaded here starts, by the path reports name it by (dladdr's base; the
+// program itself by its absolute path).
+int note_module(dl_phdr_info* info, std::size_t, void* p) {
+  auto* bases = static_cast<std::map<std::string, std::uintptr_t>*>(p);
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    if (info->dlpi_phdr[i].p_type != PT_LOAD) continue;
+    Dl_info dl{};
+    if (!dladdr(reinterpret_cast<const void*>(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr), &dl) || !dl.dli_fname ||
+        !dl.dli_fbase)
+      return 0;
+    char absolute[PATH_MAX];
+    const bool relative = dl.dli_fname[0] != '/' && realpath(dl.dli_fname, absolute);
+    bases->emplace(relative ? absolute : dl.dli_fname, reinterpret_cast<std::uintptr_t>(dl.dli_fbase));
+    return 0;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::unique_ptr<SymbolTable> symbolize_frames(const std::vector<ModuleFrame>& frames,
+                                              std::vector<std::uintptr_t>* addresses,
+                                              const SymbolizeLimits& limits) noexcept {
+  std::vector<std::uintptr_t> admitted;
+  try {
+    addresses->assign(frames.size(), 0);
+    std::map<std::string, std::uintptr_t> bases;
+    dl_iterate_phdr(note_module, &bases);
+    std::vector<Wanted> wanted;
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+      const ModuleFrame& f = frames[i];
+      auto it = bases.find(f.module);
+      if (f.module.empty() || f.module[0] != '/' || it == bases.end()) continue;
+      const void* address = reinterpret_cast<const void*>(it->second + f.offset);
+      if (!still_mapped(address, f.offset)) continue;
+      (*addresses)[i] = lookup_pc(address, f.entry);
+      wanted.push_back(Wanted{(*addresses)[i], f.module.c_str()});
+    }
+    if (wanted.empty()) return nullptr;
+    return name_wanted(wanted, limits, admitted);
+  } catch (...) {
+    g_admitted.store(nullptr, std::memory_order_release);
+    return nullptr;
+  }
+}
+
 std::size_t symbolize_findings(FindingStore& store, const SymbolizeLimits& limits) noexcept {
   if (g_done.exchange(true)) return 0;
   std::vector<std::uintptr_t> admitted;
@@ -378,55 +484,8 @@ std::size_t symbolize_findings(FindingStore& store, const SymbolizeLimits& limit
     std::vector<Wanted> wanted;
     collect(store, wanted);
     if (wanted.empty()) return 0;  // a clean run reads nothing
-    // How each module is read, in the order the report first refers to them: libbacktrace reads
-    // its DWARF (or, without DWARF, its symbol table); a module whose DWARF is compressed is
-    // named from its symbol tables here instead (no file and line: ATTRCHECK_SYMBOLIZE=0 leaves
-    // every frame to attrcheck-report, which gets them from the DWARF, slowly).
-    enum class Way { Skip, Libbacktrace, SymbolTable };
-    std::map<std::string, Way> way;
-    std::map<std::string, FunctionSymbols> symbol_tables;
-    std::uint64_t dwarf = 0, symtab = 0;  // bytes read (or to be read, by libbacktrace)
-    for (const Wanted& w : wanted) {
-      if (way.count(w.path)) continue;
-      const ModuleCost c = module_cost(w.path);
-      Way how = Way::Skip;
-      if (c.elf && !c.compressed && symtab + c.symtab_bytes <= limits.symtab_budget &&
-          dwarf + c.dwarf_bytes <= limits.dwarf_budget) {
-        dwarf += c.dwarf_bytes;
-        symtab += c.symtab_bytes;
-        admitted.push_back(w.pc);
-        how = Way::Libbacktrace;
-      } else if (c.elf && c.compressed) {
-        FunctionSymbols& t = symbol_tables[w.path];
-        std::uint64_t left = limits.symtab_budget - symtab;
-        bool ok = t.read(w.path, left);
-        if (ok && !c.debug_file.empty()) ok = t.read(c.debug_file.c_str(), left);  // its locals
-        symtab = limits.symtab_budget - left;
-        if (ok) how = Way::SymbolTable;
-      }
-      way.emplace(w.path, how);
-    }
-    auto table = std::make_unique<SymbolTable>();
-    std::vector<std::uintptr_t> pcs;
-    for (const Wanted& w : wanted) {
-      const Way how = way[w.path];
-      if (how == Way::Libbacktrace) pcs.push_back(w.pc);
-      std::uintptr_t bias = 0;
-      if (how != Way::SymbolTable || !load_bias(w.pc, bias)) continue;
-      // Only a name found is published: an address named by no symbol stays for the offline pass.
-      if (const char* name = symbol_tables[w.path].at(w.pc - bias)) table->add(w.pc, demangled(name), "", 0);
-    }
-    std::sort(pcs.begin(), pcs.end());
-    pcs.erase(std::unique(pcs.begin(), pcs.end()), pcs.end());
-    if (!admitted.empty()) {
-      g_admitted.store(&admitted, std::memory_order_release);
-      for (const std::uintptr_t pc : pcs) {
-        const boost::stacktrace::frame fr(reinterpret_cast<const void*>(pc));
-        table->add(pc, fr.name(), fr.source_file(), static_cast<long>(fr.source_line()));
-      }
-      g_admitted.store(nullptr, std::memory_order_release);
-    }
-    table->seal();
+    std::unique_ptr<SymbolTable> table = name_wanted(wanted, limits, admitted);
+    if (!table) return 0;
     const std::size_t n = table->size();
     if (n) store.set_symbols(table.release());  // never freed: a signal handler may be rendering from it
     return n;

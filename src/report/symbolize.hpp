@@ -17,7 +17,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "report/symbol_table.hpp"
 
@@ -37,6 +39,21 @@ struct SymbolizeLimits {
 // store (replacing none: at most once per process; later calls do nothing). Normal path only
 // (allocates, opens files); never throws. Returns the number of addresses attempted.
 std::size_t symbolize_findings(FindingStore& store, const SymbolizeLimits& limits = {}) noexcept;
+
+// A frame of a report by its module and the offset in it (a job's gathered report: its frames
+// come from every rank, whose addresses differ; their modules and offsets do not).
+struct ModuleFrame {
+  std::string module;
+  std::uint64_t offset = 0;
+  bool entry = false;  // a function's entry (looked up as is), not a return address
+};
+// Names frames as symbolize_findings() does, in this process, where their modules are loaded
+// here too (the same program and libraries as the other ranks', mostly), with the same reading
+// and limits: each frame given once. addresses[i]: where frames[i] is looked up here (0: not
+// loaded here, left to the offline pass); the table is keyed by it. nullptr: nothing named.
+std::unique_ptr<SymbolTable> symbolize_frames(const std::vector<ModuleFrame>& frames,
+                                              std::vector<std::uintptr_t>* addresses,
+                                              const SymbolizeLimits& limits = {}) noexcept;
 
 // What the pass would read of the module at `path` (exposed for tests): whether its DWARF is
 // there and readable in-process, and how many bytes of DWARF and of symbol table that is.

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -224,7 +225,7 @@ extern "C" void forward(int sig) {
 // Runs the command with every inherited descriptor left open: MPICH's Hydra passes each rank its
 // PMI connection as one (PMI_FD), and the rank started under `mpiexec ... attrcheck -- app` must
 // get it. Interrupts are passed on to the command (mpirun then stops its ranks).
-int run(const std::vector<std::string>& command, const std::map<std::string, std::string>& env) {
+int run(const std::vector<std::string>& command, const std::map<std::string, std::string>& env, long* child) {
   std::vector<std::string> entries;
   for (const auto& [k, v] : env) entries.push_back(k + "=" + v);
   std::vector<char*> envp, args;
@@ -240,6 +241,7 @@ int run(const std::vector<std::string>& command, const std::map<std::string, std
   int rc = ::posix_spawnp(&pid, args[0], nullptr, nullptr, args.data(), envp.data());
   if (rc != 0) die("cannot run " + command[0] + ": " + std::strerror(rc));
   g_child = pid;
+  *child = static_cast<long>(pid);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) die(std::string("cannot wait for the command: ") + std::strerror(errno));
@@ -263,7 +265,7 @@ int abnormal_end(const Json& merged) {
   if (!ranks || !ranks->is_array() || ranks->empty()) return 0;
   auto who = [](const Json& r) {
     const std::string job = job_of(r);
-    return "rank " + (is_int(member(r, "rank")) ? std::to_string(integer(r, "rank", 0)) : std::string("?")) +
+    return std::string(member(r, "ranks") ? "ranks " : "rank ") + entry_ranks_text(r) +
            (job.empty() ? "" : " of spawned job " + job);
   };
   bool all_killed = true;
@@ -331,24 +333,33 @@ int main(int argc, char** argv) {
   env["ATTRCHECK_PROVENANCE"] = o.provenance;
   env["ATTRCHECK_RANK_SUMMARY"] = "0";  // the launcher prints the merged summary instead
 
-  int status = run(command, env);
+  DirectoryMerge how;
+  how.consume = true;  // what is merged is in report.json, which alone is left
+  struct timespec started {};
+  ::clock_gettime(CLOCK_REALTIME, &started);
+  how.since = started;
+  long child = -1;
+  int status = run(command, env, &child);
+  if (inner) how.only_pid = child;  // the other ranks' launchers merge theirs
 
   Json merged;
+  bool completed = false;
   try {
-    merged = merge_directory(output, command, inner ? std::nullopt : std::optional<int>(status), true, suppressions);
+    merged = merge_directory(output, command, inner ? std::nullopt : std::optional<int>(status), how, suppressions,
+                             &completed);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "attrcheck: error: %s\n", e.what());
     return status ? status : 2;
   }
   std::vector<const Json*> gating = at_or_above(merged["findings"], o.fail_on);
   if (inner) {
-    // Every rank merges what has finished so far; the one that completes the set prints.
+    // Each rank's launcher merges what its own rank left into report.json; the merge that makes
+    // the report complete prints it.
     long long rank = std::atoll(rank_env);
-    if (complete(merged) && claim_once(output, "summary")) std::fputs(summary_text(merged).c_str(), stderr);
+    if (completed) std::fputs(summary_text(merged).c_str(), stderr);
     bool mine = false;
     for (const Json* f : gating)
-      if (const Json* ranks = member(*f, "ranks"); ranks && ranks->is_array())
-        for (const Json& r : *ranks) mine = mine || (is_int(&r) && r.get<long long>() == rank);
+      if (const Json* ranks = member(*f, "ranks")) mine = mine || has_rank(*ranks, rank);
     return status ? status : (mine ? 1 : 0);
   }
   if (merged["ranks"].empty() && o.mode != "off")

@@ -37,6 +37,12 @@ A case is a C, C++ or Fortran program whose first comment lines (// or !) say wh
   // expect-intercepted: FAMILY.BINDING=N ...    the merged report's "intercepted" count of that
                                                family and binding is N (or, with >=N, at least N)
   // status: STATUS                              every rank's status in the merged report
+  // expect-ranks: RULE 1,3                      the RULE findings happened on exactly these ranks
+  // expect-files: NAME...                       once the run ends, the output directory holds
+                                               exactly these files
+  // expect-created: NAME...                     while it runs, no file is created in the output
+                                               directory but these (and hidden temporaries
+                                               renamed onto them: .NAME...tmp, .attrcheck-...tmp)
   // expect-unless FLAG: RULE...                 expected unless the library profile's FLAG is true
   // expect-if FLAG: RULE...                     expected only if it is (FLAG: a library field, or a
                                                BEHAVIOUR the release has, as its probe answered)
@@ -134,19 +140,22 @@ def _named(frame, function, file):
 
 
 def rank_symbolization_failures(out, want):
-    """What the rank reports on disk (not the merged report, which the launcher symbolized again)
-    say of in-process symbolization (src/report/symbolize.hpp): `want` is ["none"] or
-    [RULE, FUNCTION, FILE]."""
+    """What the reports the ranks wrote (not what the launcher named again) say of in-process
+    symbolization (src/report/symbolize.hpp): `want` is ["none"] or [RULE, FUNCTION, FILE]. The
+    ranks' own reports where they wrote them; else the job's report, whose frames rank 0 named
+    when it gathered them (the launcher's pass never marks a frame "symbolized")."""
     failures, seen = [], 0
-    for path in report_files.rank_files(out):
-        if path.endswith(".journal"):
-            continue  # written as found, never named in-process
+    paths = [p for p in report_files.rank_files(out) if not p.endswith(".journal")]  # journals: never named
+    merged = not paths
+    if merged:
+        paths = [os.path.join(out, "report.json")]
+    for path in paths:
         with open(path) as f:
             data = json.load(f)
         stacks = {s["id"]: s.get("frames", []) for s in data.get("stacks", [])}
         if want == ["none"]:
             frames = [f.get("site", {}) for f in data["findings"]] + [fr for s in stacks.values() for fr in s]
-            named = [fr for fr in frames if "symbolized" in fr or "function" in fr]
+            named = [fr for fr in frames if "symbolized" in fr or ("function" in fr and not merged)]
             if named:
                 failures.append(f"{path}: frames named in-process, expected none: {named[:3]}")
             continue
@@ -155,7 +164,8 @@ def rank_symbolization_failures(out, want):
             if f["rule"] != rule:
                 continue
             seen += 1
-            if not _named(f.get("site", {}), function, file):
+            site = f.get("site", {})
+            if not _named(site, function, file) or (merged and not site.get("symbolized")):
                 failures.append(f"{path}: {rule} site not named {function} in {file} in-process: {f.get('site')}")
             for ref in [f] + f.get("provenance", []):
                 frames = stacks.get(ref.get("stack"), [])
@@ -166,11 +176,47 @@ def rank_symbolization_failures(out, want):
     return failures
 
 
+class CreatedFiles:
+    """The names of the files created in (or renamed into) a directory from now on, as inotify(7)
+    tells them."""
+    IN_CREATE, IN_MOVED_TO, IN_NONBLOCK, IN_CLOEXEC = 0x100, 0x80, 0o4000, 0o2000000
+
+    def __init__(self, directory):
+        import ctypes
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.fd = self.libc.inotify_init1(self.IN_NONBLOCK | self.IN_CLOEXEC)
+        if self.fd < 0 or self.libc.inotify_add_watch(self.fd, directory.encode(),
+                                                      self.IN_CREATE | self.IN_MOVED_TO) < 0:
+            raise OSError(ctypes.get_errno(), "inotify")
+
+    def names(self):
+        import struct
+        data = b""
+        while True:
+            try:
+                chunk = os.read(self.fd, 65536)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            data += chunk
+        os.close(self.fd)
+        out, i = [], 0
+        while i + 16 <= len(data):
+            _, mask, _, length = struct.unpack_from("iIII", data, i)
+            name = data[i + 16:i + 16 + length].split(b"\0", 1)[0].decode(errors="replace")
+            if mask & self.IN_CREATE:
+                out.append(name)
+            i += 16 + length
+        return out
+
+
 def header(source):
     spec = {"np": 2, "modes": ["shadow", "emulate"], "expect": [], "clean": False, "exit": "0", "native": None,
             "env": {}, "divergence": [], "intercepted": [], "expect_unless": [], "expect_if": [], "status": None,
             "processes": None, "everywhere": [], "messages": [], "where": [], "at": [], "provenance": [],
-            "skip_on": {}, "rank_symbolized": [], "expect_on": [], "native_skip": None}
+            "skip_on": {}, "rank_symbolized": [], "expect_on": [], "native_skip": None, "ranks": [],
+            "files": None, "created": None}
     with open(source) as f:
         for line in f:
             line = line.strip()
@@ -207,6 +253,13 @@ def header(source):
                 spec["status"] = body.split(":", 1)[1].strip()
             elif body.startswith("native:"):
                 spec["native"] = body.split(":", 1)[1].strip()
+            elif body.startswith("expect-ranks:"):
+                rule, ranks = body.split(":", 1)[1].split()
+                spec["ranks"].append((rule, sorted(int(r) for r in ranks.split(","))))
+            elif body.startswith("expect-files:"):
+                spec["files"] = sorted(body.split(":", 1)[1].split())
+            elif body.startswith("expect-created:"):
+                spec["created"] = sorted(body.split(":", 1)[1].split())
             elif body.startswith("expect-processes:"):
                 spec["processes"] = int(body.split(":", 1)[1])
             elif body.startswith("expect-everywhere:"):
@@ -362,12 +415,31 @@ def check_case(a):
         if native.returncode != 0:
             failures.append(f"native run failed with {native.returncode}: {native.stderr[-2000:]}")
     cmd = [a.launcher, "--mode", a.mode, "--output", out, "--fail-on", "never", "--"] + mpirun
+    watch = None
+    if spec["created"] is not None:
+        os.makedirs(out)
+        watch = CreatedFiles(out)
     proc = subprocess.run(cmd, env=env, cwd=a.workdir, capture_output=True, text=True, timeout=TIMEOUT)
+    if watch is not None:
+        created = watch.names()
+        temporary = re.compile(r"\.(" + "|".join(re.escape(n) for n in spec["created"]) + r"|attrcheck-)\S*\.tmp")
+        others = sorted(n for n in created if n not in spec["created"] and not temporary.fullmatch(n))
+        if others:
+            failures_before = [f"files created in the output directory besides {spec['created']}: {others}"]
+        else:
+            failures_before = []
+    else:
+        failures_before = []
     print("$ " + " ".join(cmd))
     print(proc.stdout)
     print(proc.stderr, file=sys.stderr)
     if not exit_ok(spec["exit"], proc.returncode):
         failures.append(f"exit status {proc.returncode}, expected {spec['exit']}")
+    failures.extend(failures_before)
+    if spec["files"] is not None:
+        left = sorted(os.listdir(out)) if os.path.isdir(out) else []
+        if left != spec["files"]:
+            failures.append(f"the output directory holds {left}, expected {spec['files']}")
 
     # Every per-rank report must parse (a crashed rank too: its journal, through attrcheck-report),
     # and the merged one must exist.
@@ -414,17 +486,22 @@ def check_case(a):
         if got is None or (got != int(m.group(4)) if m.group(3) == "=" else got < int(m.group(4))):
             failures.append(f"intercepted {m.group(1)}.{m.group(2)} is {got}, expected {m.group(3)}{m.group(4)} "
                             f"(intercepted: {merged.get('intercepted')})")
-    statuses = [r.get("status") for r in merged.get("ranks", [])]
+    for rule, want in spec["ranks"]:
+        got = sorted({r for f in merged["findings"] if f["rule"] == rule
+                      for r in report_files.rank_list(f.get("ranks", []))})
+        if got != want:
+            failures.append(f"{rule} reported on ranks {got}, expected {want}")
+    statuses = [r.get("status") for _, r in report_files.rank_entries(merged)]
     if spec["status"] and (len(statuses) != spec["np"] or any(s != spec["status"] for s in statuses)):
         failures.append(f"rank statuses {statuses}, expected {spec['np']} x {spec['status']}")
     if spec["processes"] is not None:
-        everyone = [report_files.process_of(r) for r in merged.get("ranks", [])]
+        everyone = [p for p, _ in report_files.rank_entries(merged)]
         if len(everyone) != spec["processes"] or len(set(everyone)) != len(everyone):
             failures.append(f"expected {spec['processes']} rank reports of distinct processes, got "
                             f"{len(everyone)}: {everyone}")
     for rule in spec["everywhere"]:
         found = set().union(*[report_files.processes(f) for f in merged["findings"] if f["rule"] == rule])
-        missing = [p for p in (report_files.process_of(r) for r in merged.get("ranks", [])) if p not in found]
+        missing = [p for p, _ in report_files.rank_entries(merged) if p not in found]
         if missing:
             failures.append(f"{rule} not reported on processes (job, rank) {missing}")
     for rule, text in spec["messages"]:

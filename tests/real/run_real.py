@@ -37,6 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "mpi"))
 import mpi_config  # noqa: E402  (the MPI library of the build, the MPI tests' environment)
+import report_files  # noqa: E402  (the merged report's ranks)
 from run_case import schema_errors  # noqa: E402  (the MPI tests' schema check)
 
 def per_rank(cfg, directory, ignore, mask=()):
@@ -151,7 +152,7 @@ def main():
         failures.extend(schema_errors(os.path.join(out, "report.json")))
     except (OSError, ValueError) as e:
         failures.append(f"{os.path.join(out, 'report.json')}: {e}")
-    seen = sorted(r["rank"] for r in merged.get("ranks", []))
+    seen = sorted(rank for (_, rank), _ in report_files.rank_entries(merged))
     if seen != list(range(a.np)):
         failures.append(f"rank reports {seen}, expected one from each of {a.np} ranks (did attrcheck load?)")
     for f in merged.get("findings", []):

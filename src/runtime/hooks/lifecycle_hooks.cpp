@@ -5,6 +5,7 @@
 
 #include "report/symbolize.hpp"
 #include "runtime/hooks/hook_common.hpp"
+#include "runtime/process/gather.hpp"
 #include "runtime/process/rank_report.hpp"
 
 namespace attrcheck::rt {
@@ -54,6 +55,27 @@ void started(int provided) {
   install_exit_paths();
 }
 
+// Shadow mode's moment at MPI_Finalize: the library deletes MPI_COMM_SELF's attributes first,
+// newest first, while MPI still works. The runtime's own attribute there, set at MPI_Init before
+// the program could set any, is deleted last: its delete callback runs once the program's
+// MPI_COMM_SELF callbacks have, which is where the findings of MPI_Finalize are known and the
+// job's report can still be gathered over MPI (on_finalize).
+struct FinalizeWindow;
+FinalizeWindow* g_window = nullptr;  // set during the library's MPI_Finalize
+int g_self_keyval = MPI_KEYVAL_INVALID;
+int at_self_deleted(MPI_Comm, int, void*, void*);
+
+void prepare_finalize(bool started_by_init) {
+  // Adopted after the program's MPI_Init: MPI_COMM_SELF may hold attributes already, ours would
+  // not be the last one deleted. Then every rank writes its own report.
+  if (!started_by_init) return;
+  prepare_gather();
+  if (!gather_prepared() || state().mode != Mode::Shadow) return;
+  if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, at_self_deleted, &g_self_keyval, nullptr) != MPI_SUCCESS ||
+      PMPI_Comm_set_attr(MPI_COMM_SELF, g_self_keyval, nullptr) != MPI_SUCCESS)
+    g_self_keyval = MPI_KEYVAL_INVALID;
+}
+
 // MPI is running, at thread level `provided`, and the calling thread is "the main thread".
 void begin(int provided) {
   Runtime& r = state();
@@ -93,7 +115,10 @@ int on_init(const Call&, int, const FnRef<int(int*)>& forward) {
   // (The configuration was read when the library was loaded.)
   int provided = MPI_THREAD_SINGLE;
   const int rc = forward(&provided);
-  if (rc == MPI_SUCCESS && phase() == Phase::BeforeInit) begin(provided);
+  if (rc == MPI_SUCCESS && phase() == Phase::BeforeInit) {
+    begin(provided);
+    prepare_finalize(true);
+  }
   return rc;
 }
 
@@ -110,38 +135,12 @@ bool adopt_library_start() noexcept {
   return true;
 }
 
-int on_finalize(const Call& call, const FnRef<int()>& forward) {
-  settle();
+namespace {
+
+// The findings only MPI_Finalize can make: keyvals never freed, attributes left on objects.
+void leak_findings(const Call& call) {
   Runtime& r = state();
-  if (phase() != Phase::Running) return forward();
-  CallScope scope(call);
   Engine& e = *r.engine;
-  g_fast.open.store(false, std::memory_order_release);
-  r.engine->advance_layout();  // every remembered query is void
-  r.phase.store(static_cast<int>(Phase::Finalizing), std::memory_order_release);
-  if (r.mode == Mode::Shadow) release_quarantine();  // the library frees the keyvals held back
-  FinalizeOptions options;
-  // Both modes do what the library does where the standard is silent (Open MPI 5 does not).
-  options.delete_world_attributes = release_facts().world_attributes_deleted_at_finalize;
-  options.after_self = world_attributes_left;
-  options.context = const_cast<Call*>(&call);
-  int rc;
-  auto library_finalize = [&] {
-    r.library_finalizing.store(true, std::memory_order_release);
-    const int code = forward();
-    r.library_finalizing.store(false, std::memory_order_release);
-    return code;
-  };
-  if (r.mode == Mode::Emulate) {
-    e.finalize(options);
-    rc = library_finalize();
-  } else {
-    ReplayScope replay(call, false);
-    replay.order_deletes_on(r.self);
-    rc = library_finalize();
-    e.finalize(options);
-    replay.finish();
-  }
   for (const KeyvalInfo& k : e.leaked_keyvals()) {
     FindingInput in = finding(Rule::KeyvalLeak, call);
     const KeyRecord* rec = record_for(k.id);
@@ -166,8 +165,115 @@ int on_finalize(const Call& call, const FnRef<int()>& forward) {
     add_provenance(in, storage, "object created", a.object_created_at);
     report(in);
   }
+}
+
+// Whether the library's MPI_Finalize is still to run delete callbacks of the program's after
+// MPI_COMM_SELF's (on MPI_COMM_WORLD): one of them may free a keyval or an object, so the leaks
+// are known only after it.
+bool world_callbacks_pending() {
+  Runtime& r = state();
+  if (!release_facts().world_attributes_deleted_at_finalize) return false;
+  for (const AttributeInfo& a : r.engine->attributes(ObjectKind::Comm, r.world))
+    if (!a.predefined && a.delete_action == DeleteAction::User) return true;
+  return false;
+}
+
+struct FinalizeWindow {
+  const Call* call;
+  FinalizeOptions options;
+  bool ran = false;           // the SELF step and what follows it were done in the window
+  bool leaks_done = false;
+  bool gathered = false;
+};
+
+// The findings are complete up to here: the job's report is gathered now (gather.hpp).
+bool gather_now() {
+  Runtime& r = state();
+  r.run.status.store("finalized");
+  const bool gathered = gather_job_report();
+  if (!gathered) r.run.status.store("running");  // (set for real once MPI_Finalize is done)
+  return gathered;
+}
+
+int at_self_deleted(MPI_Comm, int, void*, void*) {
+  FinalizeWindow* w = g_window;
+  if (!w || w->ran) return MPI_SUCCESS;
+  w->ran = true;
+  Runtime& r = state();
+  FinalizeOptions self = w->options;
+  self.world_step = false;
+  r.engine->finalize(self);
+  if (!world_callbacks_pending()) {
+    leak_findings(*w->call);
+    w->leaks_done = true;
+  }
+  w->gathered = gather_now();
+  return MPI_SUCCESS;
+}
+
+}  // namespace
+
+int on_finalize(const Call& call, const FnRef<int()>& forward) {
+  settle();
+  Runtime& r = state();
+  if (phase() != Phase::Running) return forward();
+  CallScope scope(call);
+  Engine& e = *r.engine;
+  g_fast.open.store(false, std::memory_order_release);
+  r.engine->advance_layout();  // every remembered query is void
+  r.phase.store(static_cast<int>(Phase::Finalizing), std::memory_order_release);
+  if (r.mode == Mode::Shadow) release_quarantine();  // the library frees the keyvals held back
+  FinalizeWindow window{&call, {}};
+  FinalizeOptions& options = window.options;
+  // Both modes do what the library does where the standard is silent (Open MPI 5 does not).
+  options.delete_world_attributes = release_facts().world_attributes_deleted_at_finalize;
+  options.after_self = world_attributes_left;
+  options.context = const_cast<Call*>(&call);
+  int rc;
+  auto library_finalize = [&] {
+    r.library_finalizing.store(true, std::memory_order_release);
+    const int code = forward();
+    r.library_finalizing.store(false, std::memory_order_release);
+    return code;
+  };
+  if (r.mode == Mode::Emulate) {
+    // The runtime runs every callback of the program's itself: all is known before the library's
+    // finalize.
+    e.finalize(options);
+    leak_findings(call);
+    window.leaks_done = window.ran = true;
+    window.gathered = gather_now();
+    rc = library_finalize();
+  } else {
+    ReplayScope replay(call, false);
+    replay.order_deletes_on(r.self);
+    g_window = g_self_keyval != MPI_KEYVAL_INVALID ? &window : nullptr;
+    rc = library_finalize();
+    g_window = nullptr;
+    if (window.ran) {  // MPI_COMM_SELF was done in the window: MPI_COMM_WORLD's step now
+      FinalizeOptions world = options;
+      world.self_step = false;
+      e.finalize(world);
+    } else {
+      e.finalize(options);
+    }
+    replay.finish();
+  }
+  if (!window.leaks_done) leak_findings(call);
   r.phase.store(static_cast<int>(Phase::Finalized), std::memory_order_release);
   r.run.status.store("finalized");
+  if (window.gathered) {
+    // In the job's report. What was found since (the library's finalize ran more of the
+    // program's callbacks, or the leaks were known only after it) goes in a report of this
+    // rank's own, which says what the job's report holds already.
+    r.journal.finish(r.findings);
+    if (r.findings.version() == r.gathered_version) {
+      r.written_version.store(r.findings.version());
+      start_journal(false);  // armed: a finding after this (at exit) is still on disk
+      print_summary();
+      return rc;
+    }
+  }
   // A normal end: the report's frames are named here, where their modules are loaded.
   if (r.symbolize) symbolize_findings(r.findings);
   write_report();

@@ -68,6 +68,13 @@ bool set_capacity(std::uint32_t* out, const char* v) {
 }
 bool set_max_keyvals(Runtime& r, const char* v) { return set_capacity(&r.max_keyvals, v); }
 bool set_max_objects(Runtime& r, const char* v) { return set_capacity(&r.max_objects, v); }
+bool set_gather_timeout(Runtime& r, const char* v) {
+  char* end = nullptr;
+  const double seconds = std::strtod(v, &end);
+  if (!*v || *end || !(seconds >= 0) || seconds > 86400) return false;
+  r.gather_timeout_ms = static_cast<int>(seconds * 1000.0 + 0.5);
+  return true;
+}
 bool set_output(Runtime& r, const char* v) {
   if (!*v || std::strlen(v) >= sizeof r.output_dir) return false;
   std::snprintf(r.output_dir, sizeof r.output_dir, "%s", v);
@@ -82,6 +89,8 @@ constexpr Flag kFlags[] = {
     {"ATTRCHECK_RANK_SUMMARY", "1 or 0: each rank prints its summary on stderr", set_rank_summary},
     {"ATTRCHECK_PROVENANCE", "stack or site: what keyval creations and frees record", set_provenance},
     {"ATTRCHECK_SYMBOLIZE", "1 or 0: name the report's frames in the process at MPI_Finalize", set_symbolize},
+    {"ATTRCHECK_GATHER_TIMEOUT", "seconds a rank waits to gather the job's report at MPI_Finalize (0: every rank "
+     "writes its own)", set_gather_timeout},
     // Testing only: lower capacities, to test what happens at them (tool.limit) quickly.
     {"ATTRCHECK_MAX_KEYVALS", "1..4194304 keyvals the engine holds (testing)", set_max_keyvals},
     {"ATTRCHECK_MAX_OBJECTS", "1..4194304 objects the engine holds (testing)", set_max_objects},

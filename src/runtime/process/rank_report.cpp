@@ -150,14 +150,14 @@ void write_report() noexcept {
   if (phase() == Phase::Finalized) r.journal.finish(r.findings);
 }
 
-void start_journal() noexcept {
+void start_journal(bool now) noexcept {
   Runtime& r = state();
   char path[1100];
   std::snprintf(path, sizeof path, "%s", r.report.path());
   const std::size_t n = std::strlen(path);
   if (n < 5 || std::strcmp(path + n - 5, ".json") != 0) return;
   std::snprintf(path + n - 5, sizeof path - (n - 5), ".journal");  // rank-3.json -> rank-3.journal
-  if (!r.journal.start(path, r.run, r.findings))
+  if (!r.journal.start(path, r.run, r.findings, now))
     std::fprintf(stderr, "attrcheck: cannot write %s: findings are saved at exit only\n", path);
 }
 
@@ -177,7 +177,7 @@ void report_as_rank() {
   char name[160];
   report_file_name(r.run, name, sizeof name);
   if (prepare_report(r, name) && had_early) ::unlink(early);
-  start_journal();
+  start_journal(true);  // (findings made before MPI_Init are on disk at once)
 }
 
 void install_exit_paths() {

@@ -7,8 +7,9 @@ namespace attrcheck::rt {
 
 void write_report() noexcept;
 // Starts the rank's journal beside its report (rank-N.journal): findings are on disk as they are
-// found, for a rank killed without warning.
-void start_journal() noexcept;
+// found, for a rank killed without warning. The file is made by the first finding from now on
+// (or, with `now`, at once if there are findings already).
+void start_journal(bool now) noexcept;
 void print_summary() noexcept;
 
 // Once MPI runs: the report is named by rank (and spawned job) from now on; one written before

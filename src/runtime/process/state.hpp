@@ -33,6 +33,9 @@ struct Runtime {
   bool provenance_stacks = true;  // keyval create / free keep whole stacks (else the call site)
   bool symbolize = true;  // name the report's frames in-process at MPI_Finalize (report/symbolize.hpp)
   std::uint32_t max_keyvals = 0, max_objects = 0;  // testing: lower engine capacities (0: its own)
+  // How long a rank takes part in gathering the job's report at MPI_Finalize (gather.hpp); 0: no
+  // gather, every rank writes its own report.
+  int gather_timeout_ms = 30000;
 
   std::atomic<int> phase{static_cast<int>(Phase::BeforeInit)};
   // The library's own MPI_Finalize is running (inside our MPI_Finalize hook's forward): calls
@@ -50,6 +53,7 @@ struct Runtime {
   ReportFile report;
   Journal journal;  // new findings, on disk as they are found (until the final report)
   std::atomic<std::uint64_t> written_version{~0ULL};
+  std::uint64_t gathered_version = ~0ULL;  // the findings' version when they went into the job's report
 
   // Keyval records, indexed by engine slot (every slot the engine can hand out).
   static constexpr int kChunk = 1024, kChunks = (1 << kKeyvalSlotBits) / kChunk;

@@ -1,0 +1,368 @@
+// The job's report gathered over MPI at MPI_Finalize (see gather.hpp).
+#include "runtime/process/gather.hpp"
+
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <tuple>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "report/merge.hpp"
+#include "report/symbolize.hpp"
+#include "runtime/process/state.hpp"
+
+namespace attrcheck::rt {
+
+namespace {
+
+namespace reports = attrcheck::reports;
+
+// Tags on the runtime's own communicators (no one else sends there).
+constexpr int kTagFindings = 1;
+constexpr int kTagVerdict = 2;
+
+struct Gather {
+  bool ready = false;
+  MPI_Comm world = MPI_COMM_NULL;    // a duplicate of MPI_COMM_WORLD
+  MPI_Comm node = MPI_COMM_NULL;     // the ranks on this node
+  MPI_Comm leaders = MPI_COMM_NULL;  // node rank 0 of every node (MPI_COMM_NULL elsewhere)
+};
+Gather g_gather;
+
+double now() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// Waiting without taking a core from the ranks that share it (jobs are often oversubscribed
+// while being checked): spin briefly, then sleep in growing steps up to a millisecond.
+struct Backoff {
+  unsigned rounds = 0;
+  void pause() noexcept {
+    if (++rounds < 64) return;
+    timespec ts{0, static_cast<long>(std::min(1000000u, 1000u * (rounds - 63)))};
+    nanosleep(&ts, nullptr);
+  }
+};
+
+// A binomial tree over a communicator of `size` ranks, rooted at 0.
+struct Tree {
+  int parent = -1;
+  std::vector<int> children;
+};
+Tree tree_of(int rank, int size) {
+  Tree t;
+  for (int mask = 1; mask < size; mask <<= 1) {
+    if (rank & mask) {
+      t.parent = rank - mask;
+      break;
+    }
+    if (rank + mask < size) t.children.push_back(rank + mask);
+  }
+  return t;
+}
+
+// The rank's report as JSON text, rendered by the report writer itself (into memory).
+bool render_own(const Runtime& r, std::string* out) {
+  const int fd = memfd_create("attrcheck-report", MFD_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = render_json(fd, r.run, r.findings);
+  const off_t size = ok ? lseek(fd, 0, SEEK_END) : -1;
+  if (size <= 0) ok = false;
+  if (ok) {
+    out->resize(static_cast<std::size_t>(size));
+    std::size_t done = 0;
+    while (done < out->size()) {
+      const ssize_t n = pread(fd, &(*out)[done], out->size() - done, static_cast<off_t>(done));
+      if (n <= 0) break;
+      done += static_cast<std::size_t>(n);
+    }
+    ok = done == out->size();
+  }
+  close(fd);
+  return ok;
+}
+
+// One level of the tree: receives the children's merged findings (those that arrive before
+// `deadline`), merges them with `mine`, and sends the result to the parent. `received` gets the
+// children that were merged; false if the parent did not take the result.
+class Level {
+ public:
+  Level(MPI_Comm comm, double deadline) : comm_(comm), deadline_(deadline) {
+    int rank = 0, size = 1;
+    PMPI_Comm_rank(comm, &rank);
+    PMPI_Comm_size(comm, &size);
+    tree_ = tree_of(rank, size);
+  }
+  bool root() const noexcept { return tree_.parent < 0; }
+  const std::vector<int>& received() const noexcept { return received_; }
+  // What the subtree sent up the tree so far: bytes in all, the largest message.
+  std::uint64_t bytes = 0, largest = 0;
+  void count_sent(const reports::Json& doc, std::uint64_t size) {
+    bytes += size;
+    largest = std::max(largest, size);
+    if (const reports::Json* st = reports::member(doc, "gather_stats")) {
+      bytes += static_cast<std::uint64_t>(reports::integer(*st, "bytes", 0));
+      largest = std::max(largest, static_cast<std::uint64_t>(reports::integer(*st, "largest", 0)));
+    }
+  }
+
+  // Merges the children's findings into `merger`.
+  void gather_children(reports::Merger& merger) {
+    std::vector<bool> done(tree_.children.size(), false);
+    std::size_t left = tree_.children.size();
+    Backoff wait;
+    while (left && now() < deadline_) {
+      bool progressed = false;
+      for (std::size_t i = 0; i < tree_.children.size(); ++i) {
+        if (done[i]) continue;
+        int flag = 0;
+        MPI_Status st;
+        if (PMPI_Iprobe(tree_.children[i], kTagFindings, comm_, &flag, &st) != MPI_SUCCESS) return;
+        if (!flag) continue;
+        int bytes = 0;
+        if (PMPI_Get_count(&st, MPI_CHAR, &bytes) != MPI_SUCCESS || bytes < 0) return;
+        std::string text(static_cast<std::size_t>(bytes), '\0');
+        if (PMPI_Recv(text.data(), bytes, MPI_CHAR, tree_.children[i], kTagFindings, comm_, MPI_STATUS_IGNORE) !=
+            MPI_SUCCESS)
+          return;
+        done[i] = true;
+        --left;
+        progressed = true;
+        // A child's findings that cannot be read are not merged (that child is then told it is
+        // not in the report, and writes its own).
+        reports::Json doc = reports::Json::parse(text, nullptr, false);
+        if (doc.is_discarded()) continue;
+        merger.add("gathered", doc);
+        count_sent(doc, text.size());
+        received_.push_back(tree_.children[i]);
+      }
+      if (!progressed) wait.pause();
+    }
+  }
+
+  // Sends `text` to the parent; true once the parent has it (before the deadline).
+  bool send_up(const std::string& text) {
+    if (text.size() > static_cast<std::size_t>(INT32_MAX)) return false;
+    MPI_Request req = MPI_REQUEST_NULL;
+    if (PMPI_Isend(text.data(), static_cast<int>(text.size()), MPI_CHAR, tree_.parent, kTagFindings, comm_, &req) !=
+        MPI_SUCCESS)
+      return false;
+    return complete(req);
+  }
+
+  // The parent's verdict: 1 if the findings sent up are in the job's report.
+  bool verdict_from_parent() {
+    int verdict = 0;
+    MPI_Request req = MPI_REQUEST_NULL;
+    if (PMPI_Irecv(&verdict, 1, MPI_INT, tree_.parent, kTagVerdict, comm_, &req) != MPI_SUCCESS) return false;
+    return complete(req) && verdict == 1;
+  }
+
+  // Tells the children it merged whether their findings are in the report.
+  void tell_children(bool in_report) {
+    const int verdict = in_report ? 1 : 0;
+    std::vector<MPI_Request> reqs(received_.size(), MPI_REQUEST_NULL);
+    for (std::size_t i = 0; i < received_.size(); ++i)
+      if (PMPI_Isend(&verdict, 1, MPI_INT, received_[i], kTagVerdict, comm_, &reqs[i]) != MPI_SUCCESS)
+        reqs[i] = MPI_REQUEST_NULL;
+    for (MPI_Request& req : reqs)
+      if (req != MPI_REQUEST_NULL) complete(req);
+  }
+
+ private:
+  // Waits for `req` until the deadline; one that does not complete is cancelled.
+  bool complete(MPI_Request& req) {
+    Backoff wait;
+    while (now() < deadline_) {
+      int flag = 0;
+      if (PMPI_Test(&req, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) return false;
+      if (flag) return true;
+      wait.pause();
+    }
+    PMPI_Cancel(&req);
+    // A cancel completes at once or not at all (the message went): either way, not waited for.
+    int flag = 0;
+    PMPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+    if (!flag) PMPI_Request_free(&req);
+    return false;
+  }
+
+  MPI_Comm comm_;
+  double deadline_;
+  Tree tree_;
+  std::vector<int> received_;
+};
+
+// Names the gathered report's frames here, each distinct one once (symbolize.hpp): what every
+// rank would otherwise have done for its own findings at MPI_Finalize.
+void symbolize_gathered(reports::Json& doc) {
+  std::vector<reports::Json*> refs;
+  std::vector<ModuleFrame> frames;
+  std::map<std::tuple<std::string, std::uint64_t, bool>, std::size_t> seen;
+  std::vector<std::size_t> which;
+  auto add = [&](reports::Json& fr) {
+    if (!fr.is_object() || reports::truthy(fr, "symbolized")) return;
+    const std::string module = reports::text(fr, "module");
+    const std::string offset = reports::text(fr, "offset");
+    if (module.empty() || offset.empty()) return;
+    char* end = nullptr;
+    const std::uint64_t off = std::strtoull(offset.c_str(), &end, 0);
+    if (!end || *end) return;
+    const bool entry = reports::truthy(fr, "entry");
+    auto [it, fresh] = seen.emplace(std::make_tuple(module, off, entry), frames.size());
+    if (fresh) frames.push_back(ModuleFrame{module, off, entry});
+    refs.push_back(&fr);
+    which.push_back(it->second);
+  };
+  if (auto f = doc.find("findings"); f != doc.end() && f->is_array())
+    for (reports::Json& x : *f)
+      if (auto site = x.find("site"); site != x.end()) add(*site);
+  if (auto st = doc.find("stacks"); st != doc.end() && st->is_array())
+    for (reports::Json& s : *st)
+      if (auto fr = s.find("frames"); fr != s.end() && fr->is_array())
+        for (reports::Json& x : *fr) add(x);
+  if (frames.empty()) return;
+  std::vector<std::uintptr_t> pcs;
+  std::unique_ptr<SymbolTable> table = symbolize_frames(frames, &pcs);
+  if (!table) return;
+  for (std::size_t i = 0; i < refs.size(); ++i) {
+    const std::uintptr_t pc = pcs[which[i]];
+    const SymbolEntry* e = pc ? table->find(pc) : nullptr;
+    if (!e) continue;
+    reports::Json& fr = *refs[i];
+    if (e->function[0]) fr["function"] = e->function;
+    if (e->file[0]) {
+      fr["file"] = e->file;
+      fr["line"] = e->line;
+    }
+    fr["symbolized"] = true;
+  }
+}
+
+// Where world rank 0 writes the job's report: report.json for the job the user started,
+// job-ID.json for a job started by MPI_Comm_spawn (ID as in its ranks' file names).
+std::string job_report_path(const Runtime& r) {
+  std::string dir = r.output_dir[0] ? r.output_dir : ".";
+  if (!r.run.spawned) return dir + "/report.json";
+  std::string id = r.run.job[0] ? r.run.job : "pid" + std::to_string(r.run.pid);
+  return dir + "/job-" + id + ".json";
+}
+
+bool gather(Runtime& r) {
+  const double deadline = now() + static_cast<double>(r.gather_timeout_ms) / 1000.0;
+  std::string mine;
+  if (!render_own(r, &mine)) return false;
+  reports::Json own = reports::Json::parse(mine, nullptr, false);
+  if (own.is_discarded()) return false;
+  mine.clear();
+
+  reports::Merger merger;
+  merger.mark_gathered();
+  merger.add("gathered", own);
+  own = reports::Json();
+
+  Level node(g_gather.node, deadline);
+  node.gather_children(merger);
+  bool have_leaders = g_gather.leaders != MPI_COMM_NULL;
+  Level* top = &node;
+  std::unique_ptr<Level> among;
+  if (node.root() && have_leaders) {
+    among = std::make_unique<Level>(g_gather.leaders, deadline);
+    among->gather_children(merger);
+    top = among.get();
+  }
+  std::uint64_t bytes = node.bytes + (among ? among->bytes : 0);
+  std::uint64_t largest = std::max(node.largest, among ? among->largest : 0);
+  bool in_report = false;
+  if (top->root()) {  // world rank 0: the job's report
+    reports::Json doc = merger.result();
+    if (r.symbolize) symbolize_gathered(doc);
+    doc["gathered"] = {{"pid", r.run.pid},
+                       {"job", r.run.job},
+                       {"spawned", r.run.spawned},
+                       {"bytes_sent", bytes},
+                       {"largest_message", largest},
+                       {"seconds", now() - (deadline - static_cast<double>(r.gather_timeout_ms) / 1000.0)}};
+    try {
+      reports::write_atomic(job_report_path(r), reports::dump(doc, 1) + "\n");
+      in_report = true;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "attrcheck: cannot write the job's report: %s\n", e.what());
+    }
+  } else {
+    reports::Json doc = merger.result();
+    doc["gather_stats"] = {{"bytes", bytes}, {"largest", largest}};
+    const std::string text = reports::dump(doc);
+    in_report = top->send_up(text) && top->verdict_from_parent();
+  }
+  if (among) among->tell_children(in_report);
+  node.tell_children(in_report);
+  return in_report;
+}
+
+void free_comm(MPI_Comm* c) {
+  if (*c != MPI_COMM_NULL) PMPI_Comm_free(c);
+  *c = MPI_COMM_NULL;
+}
+
+}  // namespace
+
+void prepare_gather() noexcept {
+  Runtime& r = state();
+  if (g_gather.ready || r.mode == Mode::Off || r.gather_timeout_ms <= 0) return;
+  int rank = 0;
+  MPI_Comm world = MPI_COMM_NULL, node = MPI_COMM_NULL, leaders = MPI_COMM_NULL;
+  if (PMPI_Comm_dup(MPI_COMM_WORLD, &world) != MPI_SUCCESS) return;
+  PMPI_Comm_set_errhandler(world, MPI_ERRORS_RETURN);
+  PMPI_Comm_rank(world, &rank);
+  int node_rank = 0;
+  bool ok = PMPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node) == MPI_SUCCESS &&
+            node != MPI_COMM_NULL;
+  if (ok) {
+    PMPI_Comm_set_errhandler(node, MPI_ERRORS_RETURN);
+    PMPI_Comm_rank(node, &node_rank);
+    ok = PMPI_Comm_split(world, node_rank == 0 ? 0 : MPI_UNDEFINED, rank, &leaders) == MPI_SUCCESS;
+    if (ok && leaders != MPI_COMM_NULL) PMPI_Comm_set_errhandler(leaders, MPI_ERRORS_RETURN);
+  }
+  if (!ok) {
+    free_comm(&leaders);
+    free_comm(&node);
+    free_comm(&world);
+    return;
+  }
+  g_gather.world = world;
+  g_gather.node = node;
+  g_gather.leaders = leaders;
+  g_gather.ready = true;
+}
+
+bool gather_prepared() noexcept { return g_gather.ready; }
+
+bool gather_job_report() noexcept {
+  if (!g_gather.ready) return false;
+  Runtime& r = state();
+  g_gather.ready = false;  // once
+  bool in_report = false;
+  try {
+    in_report = gather(r);
+  } catch (...) {  // (allocation, JSON): the rank's own report instead
+    in_report = false;
+  }
+  if (in_report) {
+    r.findings.mark_gathered();
+    r.gathered_version = r.findings.version();
+  }
+  return in_report;
+}
+
+}  // namespace attrcheck::rt
