@@ -435,11 +435,16 @@ void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcep
 }
 
 void FindingStore::mark_gathered() noexcept {
-  for (std::size_t i = 0, n = size(); i < n; ++i) {
+  for (unsigned spins = 0; busy_.exchange(true, std::memory_order_acquire); ++spins)
+    if (spins > 1000000) break;  // (a writer stuck in a signal handler: marked all the same)
+  const std::size_t n = size();
+  for (std::size_t i = 0; i < n; ++i) {
     Finding& f = entries_[i];
     if (f.committed.load(std::memory_order_acquire)) f.gathered.store(f.count.load(std::memory_order_relaxed), std::memory_order_relaxed);
   }
+  if (Journal* j = journal_.load(std::memory_order_acquire)) j->mark_gathered(n);
   version_.fetch_add(1, std::memory_order_release);
+  busy_.store(false, std::memory_order_release);
 }
 
 void FindingStore::counts(std::uint64_t out[3]) const noexcept {
@@ -838,6 +843,13 @@ void Journal::append(const FindingStore& store, std::size_t index) noexcept {
     render_stack(w, store, 2 + k, f.provenance[k].stack);
   }
   w.raw("]}\n");
+}
+
+void Journal::mark_gathered(std::size_t count) noexcept {
+  const int fd = fd_.load(std::memory_order_acquire);
+  if (fd < 0) return;  // (made later, its lines say gathered_count themselves)
+  FdWriter w(fd);
+  w.raw("{"); w.key("gathered"); w.num(static_cast<long long>(count)); w.raw("}\n");
 }
 
 void Journal::finish(FindingStore& store) noexcept {

@@ -276,6 +276,10 @@ class Journal {
   bool start(const char* path, const RunInfo& run, FindingStore& store, bool now) noexcept;
   // Appends finding `index` of `store`. Called by the store, under its writer flag.
   void append(const FindingStore& store, std::size_t index) noexcept;
+  // The findings before `count` are in the job's gathered report with the counts they have now:
+  // a line {"gathered": count} says so (the merge then adds only what comes after, if the job's
+  // report holds this rank). Called by the store, under its writer flag.
+  void mark_gathered(std::size_t count) noexcept;
   // A report holds every finding: detaches from `store`, closes and removes the journal.
   void finish(FindingStore& store) noexcept;
   bool active() const noexcept { return fd_.load(std::memory_order_acquire) >= 0; }

@@ -38,6 +38,7 @@ A case is a C, C++ or Fortran program whose first comment lines (// or !) say wh
                                                family and binding is N (or, with >=N, at least N)
   // status: STATUS                              every rank's status in the merged report
   // expect-ranks: RULE 1,3                      the RULE findings happened on exactly these ranks
+  // expect-count: RULE N                        the RULE findings' counts add up to N
   // expect-files: NAME...                       once the run ends, the output directory holds
                                                exactly these files
   // expect-created: NAME...                     while it runs, no file is created in the output
@@ -215,7 +216,7 @@ def header(source):
     spec = {"np": 2, "modes": ["shadow", "emulate"], "expect": [], "clean": False, "exit": "0", "native": None,
             "env": {}, "divergence": [], "intercepted": [], "expect_unless": [], "expect_if": [], "status": None,
             "processes": None, "everywhere": [], "messages": [], "where": [], "at": [], "provenance": [],
-            "skip_on": {}, "rank_symbolized": [], "expect_on": [], "native_skip": None, "ranks": [],
+            "skip_on": {}, "rank_symbolized": [], "expect_on": [], "native_skip": None, "ranks": [], "counts": [],
             "files": None, "created": None}
     with open(source) as f:
         for line in f:
@@ -256,6 +257,9 @@ def header(source):
             elif body.startswith("expect-ranks:"):
                 rule, ranks = body.split(":", 1)[1].split()
                 spec["ranks"].append((rule, sorted(int(r) for r in ranks.split(","))))
+            elif body.startswith("expect-count:"):
+                rule, n = body.split(":", 1)[1].split()
+                spec["counts"].append((rule, int(n)))
             elif body.startswith("expect-files:"):
                 spec["files"] = sorted(body.split(":", 1)[1].split())
             elif body.startswith("expect-created:"):
@@ -491,6 +495,10 @@ def check_case(a):
                       for r in report_files.rank_list(f.get("ranks", []))})
         if got != want:
             failures.append(f"{rule} reported on ranks {got}, expected {want}")
+    for rule, want in spec["counts"]:
+        got = sum(f.get("count", 1) for f in merged["findings"] if f["rule"] == rule)
+        if got != want:
+            failures.append(f"{rule} counted {got} times, expected {want}")
     statuses = [r.get("status") for _, r in report_files.rank_entries(merged)]
     if spec["status"] and (len(statuses) != spec["np"] or any(s != spec["status"] for s in statuses)):
         failures.append(f"rank statuses {statuses}, expected {spec['np']} x {spec['status']}")

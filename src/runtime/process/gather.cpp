@@ -1,12 +1,16 @@
 // The job's report gathered over MPI at MPI_Finalize (see gather.hpp).
 #include "runtime/process/gather.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -31,6 +35,7 @@ constexpr int kTagVerdict = 2;
 
 struct Gather {
   bool ready = false;
+  timespec started{};  // (CLOCK_REALTIME) when MPI_Init prepared the gather
   MPI_Comm world = MPI_COMM_NULL;    // a duplicate of MPI_COMM_WORLD
   MPI_Comm node = MPI_COMM_NULL;     // the ranks on this node
   MPI_Comm leaders = MPI_COMM_NULL;  // node rank 0 of every node (MPI_COMM_NULL elsewhere)
@@ -97,7 +102,8 @@ bool render_own(const Runtime& r, std::string* out) {
 // children that were merged; false if the parent did not take the result.
 class Level {
  public:
-  Level(MPI_Comm comm, double deadline) : comm_(comm), deadline_(deadline) {
+  Level(MPI_Comm comm, double deadline, double verdict_deadline)
+      : comm_(comm), deadline_(deadline), verdict_deadline_(verdict_deadline) {
     int rank = 0, size = 1;
     PMPI_Comm_rank(comm, &rank);
     PMPI_Comm_size(comm, &size);
@@ -165,7 +171,7 @@ class Level {
     int verdict = 0;
     MPI_Request req = MPI_REQUEST_NULL;
     if (PMPI_Irecv(&verdict, 1, MPI_INT, tree_.parent, kTagVerdict, comm_, &req) != MPI_SUCCESS) return false;
-    return complete(req) && verdict == 1;
+    return complete(req, verdict_deadline_) && verdict == 1;
   }
 
   // Tells the children it merged whether their findings are in the report.
@@ -181,9 +187,10 @@ class Level {
 
  private:
   // Waits for `req` until the deadline; one that does not complete is cancelled.
-  bool complete(MPI_Request& req) {
+  bool complete(MPI_Request& req) { return complete(req, deadline_); }
+  bool complete(MPI_Request& req, double deadline) {
     Backoff wait;
-    while (now() < deadline_) {
+    while (now() < deadline) {
       int flag = 0;
       if (PMPI_Test(&req, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) return false;
       if (flag) return true;
@@ -198,7 +205,7 @@ class Level {
   }
 
   MPI_Comm comm_;
-  double deadline_;
+  double deadline_, verdict_deadline_;
   Tree tree_;
   std::vector<int> received_;
 };
@@ -258,8 +265,52 @@ std::string job_report_path(const Runtime& r) {
   return dir + "/job-" + id + ".json";
 }
 
+// Writes the job's report. Under `mpirun ... attrcheck -- app` a rank's launcher may have merged
+// its rank's own report into report.json already (a rank left out of the gather): taken in
+// first, under the directory lock the launchers take too.
+bool write_job_report(const std::string& path, reports::Json& doc) {
+  const std::string dir = path.substr(0, path.rfind('/'));
+  const int lock = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (lock >= 0)
+    while (flock(lock, LOCK_EX) != 0 && errno == EINTR) {
+    }
+  struct Unlock {
+    int fd;
+    ~Unlock() {
+      if (fd >= 0) close(fd);  // (releases the lock)
+    }
+  } unlock{lock};
+  struct stat st{};
+  if (stat(path.c_str(), &st) == 0 &&
+      (st.st_mtim.tv_sec > g_gather.started.tv_sec ||
+       (st.st_mtim.tv_sec == g_gather.started.tv_sec && st.st_mtim.tv_nsec >= g_gather.started.tv_nsec))) {
+    try {
+      reports::Json earlier = reports::load(path);
+      reports::Json mine = doc;
+      mine.erase("gathered");
+      reports::Merger merger;
+      merger.add(path, mine);
+      merger.add(path, earlier);
+      reports::Json both = merger.result();
+      both["gathered"] = doc["gathered"];
+      doc = std::move(both);
+    } catch (const std::exception&) {
+      // An unreadable one is replaced.
+    }
+  }
+  reports::write_atomic(path, reports::dump(doc, 1) + "\n");
+  return true;
+}
+
 bool gather(Runtime& r) {
-  const double deadline = now() + static_cast<double>(r.gather_timeout_ms) / 1000.0;
+  // Every wait ends by `deadline`; a child waits for its verdict longer than its parent waits for
+  // its own children (the parent's wait began no earlier than the child's, as a rule).
+  const double timeout = static_cast<double>(r.gather_timeout_ms) / 1000.0;
+  const double deadline = now() + timeout, verdict_deadline = deadline + timeout;
+  // What this rank hands to the gather, as its findings remember it (gathered_count): whether or
+  // not the job's report ends up holding it, a report this rank writes later says it, and the
+  // merge knows from the job's report which ranks it holds.
+  r.findings.mark_gathered();
   std::string mine;
   if (!render_own(r, &mine)) return false;
   reports::Json own = reports::Json::parse(mine, nullptr, false);
@@ -271,13 +322,13 @@ bool gather(Runtime& r) {
   merger.add("gathered", own);
   own = reports::Json();
 
-  Level node(g_gather.node, deadline);
+  Level node(g_gather.node, deadline, verdict_deadline);
   node.gather_children(merger);
   bool have_leaders = g_gather.leaders != MPI_COMM_NULL;
   Level* top = &node;
   std::unique_ptr<Level> among;
   if (node.root() && have_leaders) {
-    among = std::make_unique<Level>(g_gather.leaders, deadline);
+    among = std::make_unique<Level>(g_gather.leaders, deadline, verdict_deadline);
     among->gather_children(merger);
     top = among.get();
   }
@@ -294,8 +345,7 @@ bool gather(Runtime& r) {
                        {"largest_message", largest},
                        {"seconds", now() - (deadline - static_cast<double>(r.gather_timeout_ms) / 1000.0)}};
     try {
-      reports::write_atomic(job_report_path(r), reports::dump(doc, 1) + "\n");
-      in_report = true;
+      in_report = write_job_report(job_report_path(r), doc);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "attrcheck: cannot write the job's report: %s\n", e.what());
     }
@@ -340,6 +390,7 @@ void prepare_gather() noexcept {
     free_comm(&world);
     return;
   }
+  clock_gettime(CLOCK_REALTIME, &g_gather.started);
   g_gather.world = world;
   g_gather.node = node;
   g_gather.leaders = leaders;
@@ -358,10 +409,7 @@ bool gather_job_report() noexcept {
   } catch (...) {  // (allocation, JSON): the rank's own report instead
     in_report = false;
   }
-  if (in_report) {
-    r.findings.mark_gathered();
-    r.gathered_version = r.findings.version();
-  }
+  if (in_report) r.gathered_version = r.findings.version();
   return in_report;
 }
 

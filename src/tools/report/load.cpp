@@ -160,6 +160,7 @@ std::string stem(const std::string& path) {
 struct Journal {
   Json header;
   std::vector<Json> entries;  // by seq, each seq once
+  std::int64_t gathered = 0;  // findings before this seq are in the job's gathered report
 };
 
 Journal journal_lines(const std::string& path) {
@@ -185,6 +186,7 @@ Journal journal_lines(const std::string& path) {
     if (line.empty() || too_deep(line) != std::string::npos) continue;
     Json entry = Json::parse(line, nullptr, false);  // a line cut short by the rank's death: left out
     if (entry.is_discarded() || !entry.is_object()) continue;
+    if (const Json* g = member(entry, "gathered"); is_int(g)) j.gathered = std::max(j.gathered, g->get<std::int64_t>());
     const Json* seq = member(entry, "seq");
     const Json* finding = member(entry, "finding");
     if (!is_int(seq) || finding == nullptr || !finding->is_object()) continue;
@@ -227,6 +229,10 @@ void add_journal(Json& data, const Journal& journal, std::int64_t first_seq) {
     };
     Json f = entry["finding"];
     f["rank"] = rank;
+    // Written before the rank's findings went into the job's gathered report, with the count
+    // handed to it (the merge adds nothing of it if that report holds the rank).
+    if (entry["seq"].get<std::int64_t>() < journal.gathered && !member(f, "gathered_count"))
+      f["gathered_count"] = integer(f, "count", 1);
     repoint(f);
     if (Json* prov = f.contains("provenance") ? &f["provenance"] : nullptr; prov && prov->is_array()) {
       for (Json& p : *prov)

@@ -11,7 +11,9 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <map>
 #include <mutex>
 #include <set>
@@ -801,6 +803,21 @@ Json merge_directory(const std::string& dir, const std::optional<std::vector<std
     for (const auto& path : merged_files) {
       ::unlink(path.c_str());
       if (!ends_with(path, ".journal")) ::unlink((stem_of(path) + ".journal").c_str());
+    }
+  }
+  if (how.consume && !how.only_pid) {
+    if (DIR* d = ::opendir(dir.c_str())) {
+      std::vector<std::string> doomed;
+      while (struct dirent* e = ::readdir(d)) {
+        const char* n = e->d_name;
+        for (const char* pattern : {".rank-*.json.*.tmp", ".job-*.json.*.tmp", ".pid-*.json.*.tmp", ".attrcheck-*.tmp"})
+          if (::fnmatch(pattern, n, 0) == 0) {
+            doomed.push_back(dir + "/" + n);
+            break;
+          }
+      }
+      ::closedir(d);
+      for (const auto& f : doomed) ::unlink(f.c_str());
     }
   }
   if (completed) *completed = !was_complete && complete(merged);

@@ -67,6 +67,8 @@ struct DirectoryMerge {
   // report.json, which is then merged again with whatever comes later (the launcher).
   bool consume = false;
   // Only the files process `only_pid` wrote (a rank's own launcher, `mpirun attrcheck -- app`).
+  // Without it (consume: every process has ended), also the temporaries of writes cut short (a
+  // rank killed while writing its report) are removed.
   std::optional<long> only_pid;
   // A report.json older than this is an earlier run's: not merged in.
   std::optional<struct timespec> since;

@@ -8,6 +8,7 @@
  * MPI_COMM_SELF callback at MPI_Finalize) leaves exactly one file, the job's report, and creates
  * no other. */
 #include <mpi.h>
+#include <stddef.h>
 
 static int on_self_delete(MPI_Comm comm, int key, void* value, void* extra) {
   (void)comm; (void)key; (void)value; (void)extra;

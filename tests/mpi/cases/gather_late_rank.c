@@ -2,6 +2,7 @@
 // env: ATTRCHECK_GATHER_TIMEOUT=1
 // expect: keyval.double-free
 // clean
+// expect-count: keyval.double-free 3
 // expect-ranks: keyval.double-free 0,1,2
 // expect-processes: 3
 // status: finalized
@@ -12,6 +13,7 @@
  * writes its own, and the launcher merges the two into one report.json. Nobody hangs, and every
  * rank's finding is in it once. */
 #include <mpi.h>
+#include <stddef.h>
 #include <unistd.h>
 
 int main(int argc, char** argv) {

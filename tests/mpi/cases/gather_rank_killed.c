@@ -1,6 +1,7 @@
 // attrcheck-test: np=3 modes=shadow,emulate
 // expect: keyval.double-free
 // clean
+// expect-count: keyval.double-free 3
 // expect-ranks: keyval.double-free 0,1,2
 // exit: nonzero
 // expect-files: report.json
@@ -9,6 +10,7 @@
  * journal, made by that finding), and what the others found too, whatever the MPI launcher then
  * does to them. The launcher leaves one report.json: the journals are in it. */
 #include <mpi.h>
+#include <stddef.h>
 #include <signal.h>
 
 int main(int argc, char** argv) {

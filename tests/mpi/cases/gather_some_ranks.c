@@ -1,6 +1,7 @@
 // attrcheck-test: np=4 modes=shadow,emulate
 // expect: keyval.double-free
 // clean
+// expect-count: keyval.double-free 2
 // expect-ranks: keyval.double-free 1,3
 // expect-processes: 4
 // status: finalized
@@ -11,6 +12,7 @@
  * those two ranks create a file of their own: the journal their finding starts (a rank killed
  * later would leave its findings there), gone once the findings are in the job's report. */
 #include <mpi.h>
+#include <stddef.h>
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
