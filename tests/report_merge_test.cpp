@@ -1,5 +1,5 @@
-// The merge (tools/report/merge.hpp) as the job's gather at MPI_Finalize uses it: a binomial tree
-// of merges, each merging its children's merged reports, must give what one merge of every rank's
+// The merge (tools/report/merge.hpp) as the job's gather at MPI_Finalize uses it: a tree of
+// merges (k-nomial, as the gather's, and binomial), each merging its children's merged reports, must give what one merge of every rank's
 // report gives; past the cap of distinct findings, the findings kept and the counts are the same
 // too; a rank report added after a gathered report that holds its findings adds only what came
 // after; runs of ranks are written as [first, last].
@@ -57,16 +57,17 @@ Json rank_report(int rank, int size, int distinct_per_rank) {
               {"stacks", stacks}};
 }
 
-// What the gather does: each rank of a binomial tree merges its own report with its children's
-// merged ones and hands the result up.
-Json tree_merge(int size, int distinct, std::size_t cap) {
+// What the gather does: each rank of a k-nomial tree (fan-in k; 2: binomial) merges its own report
+// with its children's merged ones and hands the result up.
+Json tree_merge(int size, int distinct, std::size_t cap, int k = 8) {
   std::function<Json(int)> subtree = [&](int rank) {
     Merger m(cap);
     m.mark_gathered();
     m.add("gathered", rank_report(rank, size, distinct));
-    for (int mask = 1; mask < size; mask <<= 1) {
-      if (rank & mask) break;
-      if (rank + mask < size) m.add("gathered", subtree(rank + mask));
+    for (long step = 1; step < size; step *= k) {
+      if ((rank / step) % k != 0) break;
+      for (long d = 1; d < k; ++d)
+        if (rank + d * step < size) m.add("gathered", subtree(static_cast<int>(rank + d * step)));
     }
     return m.result();
   };
@@ -93,9 +94,10 @@ void expect_same(Json tree, Json flat) {
 }
 
 TEST(MergeTree, GivesWhatOneMergeOfEveryRankGives) {
-  for (int size : {1, 2, 3, 7, 16, 37}) {
+  for (int size : {1, 2, 3, 7, 16, 37, 70}) {
     SCOPED_TRACE(size);
     expect_same(tree_merge(size, 3, 0), flat_merge(size, 3, 0));
+    expect_same(tree_merge(size, 3, 0, 2), flat_merge(size, 3, 0));
   }
 }
 
@@ -105,6 +107,7 @@ TEST(MergeTree, PastTheCapKeepsTheSameFindingsAndExactCounts) {
   Json tree = tree_merge(size, distinct, cap), flat = flat_merge(size, distinct, cap);
   ASSERT_EQ(flat["findings"].size(), cap);
   expect_same(tree, flat);
+  expect_same(tree_merge(size, distinct, cap, 2), flat);
   // Exact in one merge: every finding not kept is counted once, with its site.
   const std::size_t all = 2 + static_cast<std::size_t>(size * distinct);
   EXPECT_EQ(flat["more"]["findings"], all - cap);

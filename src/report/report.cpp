@@ -812,6 +812,7 @@ bool Journal::open_file(const FindingStore&) noexcept {
 
 void Journal::append(const FindingStore& store, std::size_t index) noexcept {
   if (fd_.load(std::memory_order_acquire) < 0) {
+    if (held_.load(std::memory_order_acquire)) return;
     // The first finding: the file, with the header and every finding before this one.
     if (!open_file(store)) return;
     for (std::size_t i = 0; i < index && i < store.size(); ++i) append(store, i);
@@ -861,6 +862,7 @@ void Journal::finish(FindingStore& store) noexcept {
   }
   path_[0] = '\0';
   run_ = nullptr;
+  held_.store(false, std::memory_order_release);
 }
 
 }  // namespace attrcheck

@@ -283,12 +283,16 @@ class Journal {
   // A report holds every finding: detaches from `store`, closes and removes the journal.
   void finish(FindingStore& store) noexcept;
   bool active() const noexcept { return fd_.load(std::memory_order_acquire) >= 0; }
+  // While held, findings make no file (one already made is still appended to): MPI_Finalize's
+  // findings, which the job's report takes a moment later, or the rank's own report if not.
+  void hold(bool held) noexcept { held_.store(held, std::memory_order_release); }
 
  private:
   bool open_file(const FindingStore& store) noexcept;  // under the store's writer flag
   std::atomic<int> fd_{-1};
   const RunInfo* run_ = nullptr;
   bool failed_ = false;
+  std::atomic<bool> held_{false};
   char path_[1024] = {};
 };
 

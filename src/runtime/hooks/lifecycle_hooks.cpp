@@ -223,6 +223,10 @@ int on_finalize(const Call& call, const FnRef<int()>& forward) {
   r.engine->advance_layout();  // every remembered query is void
   r.phase.store(static_cast<int>(Phase::Finalizing), std::memory_order_release);
   if (r.mode == Mode::Shadow) release_quarantine();  // the library frees the keyvals held back
+  // MPI_Finalize's findings go into the job's report in a moment (or this rank's own, if the
+  // gather cannot take them): no file for them meanwhile, on every rank at once. A signal still
+  // writes the rank's report.
+  if (gather_prepared()) r.journal.hold(true);
   FinalizeWindow window{&call, {}};
   FinalizeOptions& options = window.options;
   // Both modes do what the library does where the standard is silent (Open MPI 5 does not).

@@ -59,19 +59,27 @@ struct Backoff {
   }
 };
 
-// A binomial tree over a communicator of `size` ranks, rooted at 0.
+// A k-nomial tree over a communicator of `size` ranks, rooted at 0: a rank's parent clears the
+// lowest nonzero digit of its number in base kFanIn; ceil(log_kFanIn(size)) rounds. Each round
+// is a hop that waits for the receiver to run, which on a machine with more ranks than cores is
+// a scheduling delay: fewer, wider rounds (8 children at most per round, merged one by one) cost
+// less than a binomial tree's log2 rounds.
+constexpr int kFanIn = 8;
 struct Tree {
   int parent = -1;
   std::vector<int> children;
 };
 Tree tree_of(int rank, int size) {
   Tree t;
-  for (int mask = 1; mask < size; mask <<= 1) {
-    if (rank & mask) {
-      t.parent = rank - mask;
+  long step = 1;
+  for (; step < size; step *= kFanIn) {
+    const long digit = (rank / step) % kFanIn;
+    if (digit != 0) {
+      t.parent = static_cast<int>(rank - digit * step);
       break;
     }
-    if (rank + mask < size) t.children.push_back(rank + mask);
+    for (long d = 1; d < kFanIn; ++d)
+      if (rank + d * step < size) t.children.push_back(static_cast<int>(rank + d * step));
   }
   return t;
 }
@@ -97,7 +105,7 @@ bool render_own(const Runtime& r, std::string* out) {
   return ok;
 }
 
-// One level of the tree: receives the children's merged findings (those that arrive before
+// One stage of the tree: receives the children's merged findings (those that arrive before
 // `deadline`), merges them with `mine`, and sends the result to the parent. `received` gets the
 // children that were merged; false if the parent did not take the result.
 class Level {

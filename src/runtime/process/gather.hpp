@@ -4,7 +4,7 @@
 // that share a node, and one rank per node), all with MPI_ERRORS_RETURN; the program's
 // communicators, errhandlers and attributes are never used. At MPI_Finalize, once the program's
 // own finalize work is done and while MPI still works, each rank hands its findings to its parent
-// in a binomial tree, first within its node and then among the nodes; every parent merges them
+// in a tree (k-nomial, fan-in 8), first within its node and then among the nodes; every parent merges them
 // as the launcher's merge does (tools/report/merge.hpp), and world rank 0 writes the merged
 // report (report.json, or job-ID.json for a spawned job). Then rank 0 tells every rank it
 // merged, down the same tree, that its findings are in that file: those ranks write nothing.

@@ -416,6 +416,19 @@ void Merger::add(const std::string& path, const Json& data, LazyStacks* lazy, co
 
 namespace {
 
+// Adds `counts` ("intercepted": family -> binding -> n) into `into`.
+void add_counts(Json& into, const Json* counts) {
+  if (!counts || !counts->is_object()) return;
+  for (const auto& [family, bindings] : counts->items()) {
+    if (!bindings.is_object()) continue;
+    for (const auto& [binding, n] : bindings.items())
+      if (is_int(&n)) {
+        Json& sum = into[family][binding];
+        sum = add_sat(sum.is_number_integer() ? sum.get<std::int64_t>() : 0, n.get<std::int64_t>());
+      }
+  }
+}
+
 // Consecutive entries of a gathered job that ended the same way, as one entry.
 std::vector<Json> group_gathered(std::vector<Json> ranks) {
   std::vector<Json> out;
@@ -441,17 +454,6 @@ std::vector<Json> group_gathered(std::vector<Json> ranks) {
       one = true;
     });
     return one;
-  };
-  auto add_counts = [](Json& into, const Json* counts) {
-    if (!counts || !counts->is_object()) return;
-    for (const auto& [family, bindings] : counts->items()) {
-      if (!bindings.is_object()) continue;
-      for (const auto& [binding, n] : bindings.items())
-        if (is_int(&n)) {
-          Json& sum = into[family][binding];
-          sum = add_sat(sum.is_number_integer() ? sum.get<std::int64_t>() : 0, n.get<std::int64_t>());
-        }
-    }
   };
   for (Json& e : ranks) {
     std::int64_t lo = 0, hi = 0;
@@ -546,18 +548,7 @@ Json Merger::result(const std::optional<std::vector<std::string>>& command, std:
   Json out = {{"schema", kMergedSchema}, {"version", kVersion}, {"tool", {{"name", "attrcheck"}}}};
   // What the ranks intercepted, added up (ranks rebuilt from a journal alone did not say).
   Json intercepted = Json::object();
-  for (const Json& r : ranks) {
-    const Json* counts = member(r, "intercepted");
-    if (!counts || !counts->is_object()) continue;
-    for (const auto& [family, bindings] : counts->items()) {
-      if (!bindings.is_object()) continue;
-      for (const auto& [binding, n] : bindings.items())
-        if (is_int(&n)) {
-          Json& sum = intercepted[family][binding];
-          sum = add_sat(sum.is_number_integer() ? sum.get<std::int64_t>() : 0, n.get<std::int64_t>());
-        }
-    }
-  }
+  for (const Json& r : ranks) add_counts(intercepted, member(r, "intercepted"));
   out["ranks"] = Json(std::move(ranks));
   if (!intercepted.empty()) out["intercepted"] = std::move(intercepted);
   out["summary"] = {{"error", totals[0]}, {"warning", totals[1]}, {"info", totals[2]}};
