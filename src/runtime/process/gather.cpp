@@ -118,6 +118,7 @@ class Level {
     tree_ = tree_of(rank, size);
   }
   bool root() const noexcept { return tree_.parent < 0; }
+  bool leaf() const noexcept { return tree_.children.empty(); }
   const std::vector<int>& received() const noexcept { return received_; }
   // What the subtree sent up the tree so far: bytes in all, the largest message.
   std::uint64_t bytes = 0, largest = 0;
@@ -321,6 +322,18 @@ bool gather(Runtime& r) {
   r.findings.mark_gathered();
   std::string mine;
   if (!render_own(r, &mine)) return false;
+
+  Level node(g_gather.node, deadline, verdict_deadline);
+  std::unique_ptr<Level> among;
+  if (node.root() && g_gather.leaders != MPI_COMM_NULL)
+    among = std::make_unique<Level>(g_gather.leaders, deadline, verdict_deadline);
+  Level* top = among ? among.get() : &node;
+  if (node.leaf() && (!among || among->leaf()) && !top->root()) {
+    // A leaf (most ranks: 7 in 8) merges nothing: its own report goes up as it is (the parent's
+    // merge takes rank reports as well as merged ones).
+    const bool in_report = top->send_up(mine) && top->verdict_from_parent();
+    return in_report;
+  }
   reports::Json own = reports::Json::parse(mine, nullptr, false);
   if (own.is_discarded()) return false;
   mine.clear();
@@ -330,16 +343,8 @@ bool gather(Runtime& r) {
   merger.add("gathered", own);
   own = reports::Json();
 
-  Level node(g_gather.node, deadline, verdict_deadline);
   node.gather_children(merger);
-  bool have_leaders = g_gather.leaders != MPI_COMM_NULL;
-  Level* top = &node;
-  std::unique_ptr<Level> among;
-  if (node.root() && have_leaders) {
-    among = std::make_unique<Level>(g_gather.leaders, deadline, verdict_deadline);
-    among->gather_children(merger);
-    top = among.get();
-  }
+  if (among) among->gather_children(merger);
   std::uint64_t bytes = node.bytes + (among ? among->bytes : 0);
   std::uint64_t largest = std::max(node.largest, among ? among->largest : 0);
   bool in_report = false;
