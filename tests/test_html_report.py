@@ -66,6 +66,23 @@ class HtmlReportTest(unittest.TestCase):
         self.assertIn(f"Showing {FINDINGS} of {FINDINGS} findings", self.view("rank=7"))  # not a rank of this run: ignored
         self.assertEqual(len(self.rows(self.view("rank=1"))), FINDINGS)
 
+    def test_a_gathered_jobs_runs_of_ranks(self):
+        # Four ranks: the job's report says "ranks": [[0, 3]] of each finding, and of the ranks.
+        run_dir = os.path.join(self.dir, "run4")
+        subprocess.run([LAUNCHER, "--output", run_dir, "--fail-on", "never", "--", *MPI.mpiexec(4, DEMO)],
+                       env=ENV, capture_output=True, timeout=120, check=True)
+        page = os.path.join(self.dir, "report4.html")
+        subprocess.run([TOOL, "html", run_dir, "-o", page], check=True, capture_output=True, timeout=120)
+        self.page, page = page, self.page
+        try:
+            dom = self.view()
+            self.assertIn("4 rank report(s)", dom)
+            self.assertIn("0-3", dom)
+            self.assertEqual(len(self.rows(self.view("rank=2"))), FINDINGS)
+            self.assertIn('<option value="3">rank 3</option>', dom)
+        finally:
+            self.page = page
+
     def test_expanded_finding_shows_stacks_and_provenance(self):
         dom = self.view("rule=keyval.double-free&open=all")
         with open(DEMO_SOURCE) as f:

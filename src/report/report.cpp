@@ -447,6 +447,17 @@ void FindingStore::mark_gathered() noexcept {
   busy_.store(false, std::memory_order_release);
 }
 
+void FindingStore::release_journal() noexcept {
+  Journal* j = journal_.load(std::memory_order_acquire);
+  if (!j) return;
+  for (unsigned spins = 0; busy_.exchange(true, std::memory_order_acquire); ++spins)
+    if (spins > 1000000) return;
+  j->hold(false);
+  if (!j->active())
+    for (std::size_t i = 0, n = size(); i < n; ++i) j->append(*this, i);
+  busy_.store(false, std::memory_order_release);
+}
+
 void FindingStore::counts(std::uint64_t out[3]) const noexcept {
   out[0] = out[1] = out[2] = 0;
   const std::size_t n = size();

@@ -199,6 +199,8 @@ class FindingStore {
   // The findings as they are now are in the job's gathered report: each remembers its count, and
   // reports written from now on say it ("gathered_count"), so the merge adds only what came after.
   void mark_gathered() noexcept;
+  // Ends the journal's hold (Journal::hold): the findings held back are written to it now.
+  void release_journal() noexcept;
 
  private:
   void record_impl(const FindingInput& in, bool signal_safe) noexcept;

@@ -48,11 +48,21 @@ double now() noexcept {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
+// MPI_Finalize's findings are held in memory while the gather takes them (Journal::hold); a
+// gather that takes longer than this (a rank that does not come, and the launcher may kill the
+// waiting ones: SIGKILL) puts them in the journal after all.
+constexpr double kHoldSeconds = 1.0;
+double g_hold_until = 0;
+
 // Waiting without taking a core from the ranks that share it (jobs are often oversubscribed
 // while being checked): spin briefly, then sleep in growing steps up to a millisecond.
 struct Backoff {
   unsigned rounds = 0;
   void pause() noexcept {
+    if (g_hold_until > 0 && now() > g_hold_until) {
+      g_hold_until = 0;
+      state().findings.release_journal();
+    }
     if (++rounds < 64) return;
     timespec ts{0, static_cast<long>(std::min(1000000u, 1000u * (rounds - 63)))};
     nanosleep(&ts, nullptr);
@@ -316,6 +326,7 @@ bool gather(Runtime& r) {
   // its own children (the parent's wait began no earlier than the child's, as a rule).
   const double timeout = static_cast<double>(r.gather_timeout_ms) / 1000.0;
   const double deadline = now() + timeout, verdict_deadline = deadline + timeout;
+  g_hold_until = now() + kHoldSeconds;
   // What this rank hands to the gather, as its findings remember it (gathered_count): whether or
   // not the job's report ends up holding it, a report this rank writes later says it, and the
   // merge knows from the job's report which ranks it holds.
@@ -422,6 +433,7 @@ bool gather_job_report() noexcept {
   } catch (...) {  // (allocation, JSON): the rank's own report instead
     in_report = false;
   }
+  g_hold_until = 0;
   if (in_report) r.gathered_version = r.findings.version();
   return in_report;
 }
