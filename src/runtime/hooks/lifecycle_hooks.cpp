@@ -6,6 +6,7 @@
 #include "report/symbolize.hpp"
 #include "runtime/hooks/hook_common.hpp"
 #include "runtime/process/rank_report.hpp"
+#include "runtime/python/python_frames.hpp"
 
 namespace attrcheck::rt {
 
@@ -19,7 +20,10 @@ void started(int provided) {
   // SERIALIZED whichever thread calls next applies them; at MULTIPLE a second thread calling ends
   // deferral (pending.cpp).
   // (Emulate mode defers the sets that run no callback the same way: set_path.hpp.)
-  const bool defer = r.mode == Mode::Shadow || r.mode == Mode::Emulate;
+  // Not in a Python program whose frames are read: a deferred set's provenance is taken when it
+  // is applied, when the Python frames that made it are gone (python/python_frames.hpp).
+  python::init();
+  const bool defer = (r.mode == Mode::Shadow || r.mode == Mode::Emulate) && !python::active();
   g_fast.share_pending = defer && provided >= MPI_THREAD_SERIALIZED;
   g_fast.gate_pending = defer && provided >= MPI_THREAD_MULTIPLE;
   // (At MULTIPLE this thread, the one that started MPI, owns the pending sets while it is the

@@ -1,6 +1,9 @@
 // Where things happened, for findings (see provenance.hpp).
 #include "runtime/process/provenance.hpp"
 
+#include <algorithm>
+
+#include "report/python_frames.hpp"
 #include "runtime/process/state.hpp"
 
 namespace attrcheck::rt {
@@ -9,6 +12,19 @@ Origin origin_here(const Call& call) {
   Runtime& r = state();
   if (r.findings.stack_depth() == 0) return 0;
   if (!r.provenance_stacks) return origin_site(call);
+  if (python::active()) {
+    // The native stack, with the thread's Python frames where the interpreter called into it.
+    void* python[kStackFrames];
+    const int py = python::capture(python, r.findings.stack_depth());
+    if (py > 0) {
+      void* native[kMaxStackDepth];
+      const int depth = std::min(r.findings.stack_depth() + 8, kMaxStackDepth);
+      const int n = call.frame ? capture_stack_from(call.frame, call.caller, native, depth)
+                               : capture_stack(native, depth, 0);
+      void* merged[kMaxStackDepth];
+      return r.depot.intern(merged, merge_python_frames(native, n, python, py, merged, kMaxStackDepth));
+    }
+  }
   // From the wrapper's frame when it handed it over: the application's frames only.
   if (call.frame) return r.depot.capture_from(call.frame, call.caller, r.findings.stack_depth());
   return r.depot.capture(r.findings.stack_depth() + 8, 1);  // + frames of attrcheck itself, trimmed later
@@ -24,6 +40,16 @@ Origin SiteCache::miss(const void* site) {
   e.origin = r.depot.intern(&frame, 1);
   e.site = site;
   return e.origin;
+}
+
+Origin origin_python_site(const void* site) {
+  Runtime& r = state();
+  if (r.findings.stack_depth() == 0 || !site) return 0;
+  void* frames[1 + kStackFrames];
+  frames[0] = const_cast<void*>(site);
+  const int py = python::capture(frames + 1, r.findings.stack_depth());
+  if (py == 0) return origin_at(site);
+  return r.depot.intern(frames, 1 + py);
 }
 
 void add_provenance(FindingInput& in, ProvenanceStorage& storage, const char* what, Origin origin) {
