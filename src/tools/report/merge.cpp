@@ -1,4 +1,5 @@
 #include "report/merge.hpp"
+#include "report/outputs.hpp"
 
 #include "report/load.hpp"
 #include "report/symbolize.hpp"
@@ -66,7 +67,7 @@ struct Merger::State {
   std::vector<Entry> entries;
   std::unordered_map<std::string, std::size_t> index;
   // The merged report's stacks: each distinct one once (by module and offset, the same in every
-  // rank), numbered from 1.
+  // rank; a Python frame by file, line and function), numbered from 1.
   std::unordered_map<std::string, std::int64_t> depot_ids;
   Json stacks = Json::array();
 
@@ -74,6 +75,10 @@ struct Merger::State {
     if (!frames.is_array() || frames.empty()) return 0;
     std::string key;
     for (const Json& fr : frames) {
+      if (is_python_frame(fr)) {  // a Python frame: by file, line and function
+        key += "\x02" + text(fr, "file") + '\0' + dump(fr.value("line", Json())) + '\0' + text(fr, "function") + '\x01';
+        continue;
+      }
       key += text(fr, "module");
       key += '\0';
       key += text(fr, "offset");
