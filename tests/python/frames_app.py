@@ -1,0 +1,88 @@
+"""An mpi4py program with one erroneous use of attributes per rule, for tests/python/run_frames.py:
+each finding must be reported at the Python line marked on it, with its provenance at the Python
+lines marked on them.
+
+Markers (a comment at the end of the line they name):
+  expect-site: RULE                  some RULE finding's site is this line (its first frame of the
+                                     user's Python code)
+  expect-provenance: RULE WHAT       some RULE finding's provenance WHAT is this line
+A marker may carry `only-if: CONDITION` (see run_frames.py) when an mpi4py release calls MPI for
+it with the GIL released (then no Python frame can be read: the finding is still required, its
+line is not).
+"""
+from mpi4py import MPI
+
+comm = MPI.COMM_WORLD
+failed = []
+
+
+def make_keyval():
+    return MPI.Comm.Create_keyval()  # expect-provenance: keyval.leak keyval created
+
+
+def delete_once(state):
+    def delete_fn(obj, keyval, value):
+        if not state:
+            state.append(1)
+            raise RuntimeError("a delete callback that raises")
+    return delete_fn
+
+
+def copy_raises(obj, keyval, value):
+    raise RuntimeError("a copy callback that raises")
+
+
+def expect_failure(what, fn):
+    try:
+        fn()
+    except Exception:  # MPI.Exception (attrcheck refused it, or the library failed it), or the callback's
+        return
+    failed.append(what)
+
+
+def double_free():
+    key = MPI.Comm.Create_keyval()  # expect-provenance: keyval.double-free keyval created
+    MPI.Comm.Free_keyval(key)  # expect-provenance: keyval.double-free keyval freed
+    expect_failure("double free", lambda: MPI.Comm.Free_keyval(key))  # expect-site: keyval.double-free
+
+
+def failing_delete():
+    key = MPI.Comm.Create_keyval(delete_fn=delete_once([]))  # expect-provenance: callback.error keyval created
+    dup = comm.Dup()
+    dup.Set_attr(key, "value")
+    expect_failure("raising delete", lambda: dup.Delete_attr(key))  # expect-site: callback.error
+    dup.Delete_attr(key)
+    dup.Free()
+    MPI.Comm.Free_keyval(key)
+
+
+def failing_copy():
+    key = MPI.Comm.Create_keyval(copy_fn=copy_raises)  # expect-provenance: callback.error keyval created
+    dup = comm.Dup()
+    dup.Set_attr(key, "value")
+    expect_failure("raising copy", lambda: dup.Dup())
+    dup.Delete_attr(key)
+    dup.Free()
+    MPI.Comm.Free_keyval(key)
+
+
+def wrong_kind():
+    key = MPI.Datatype.Create_keyval()  # expect-provenance: keyval.kind-mismatch keyval created
+    expect_failure("wrong kind", lambda: comm.Set_attr(key, 1))  # expect-site: keyval.kind-mismatch
+    MPI.Datatype.Free_keyval(key)
+
+
+def attribute_left():
+    key = MPI.Comm.Create_keyval(delete_fn=lambda obj, keyval, value: None)
+    never_freed = comm.Dup()
+    never_freed.Set_attr(key, "left")  # expect-provenance: attr.leak attribute set
+    return never_freed
+
+
+leaked = make_keyval()
+double_free()
+failing_delete()
+failing_copy()
+wrong_kind()
+kept = attribute_left()
+print("failed:", failed, flush=True)
