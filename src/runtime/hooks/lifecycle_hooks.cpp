@@ -24,6 +24,10 @@ void started(int provided) {
   // is applied, when the Python frames that made it are gone (python/python_frames.hpp).
   python::init();
   const bool defer = (r.mode == Mode::Shadow || r.mode == Mode::Emulate) && !python::active();
+  if (python::active() && r.provenance_stacks) {  // keyval provenance: with the Python frames
+    r.provenance_python_stacks = true;
+    r.provenance_stacks = false;
+  }
   g_fast.share_pending = defer && provided >= MPI_THREAD_SERIALIZED;
   g_fast.gate_pending = defer && provided >= MPI_THREAD_MULTIPLE;
   // (At MULTIPLE this thread, the one that started MPI, owns the pending sets while it is the

@@ -5,25 +5,41 @@
 
 #include "report/python_frames.hpp"
 #include "runtime/process/state.hpp"
+#include "runtime/python/python_frames.hpp"
 
 namespace attrcheck::rt {
+
+namespace {
+// origin_here in a Python program: the native stack, with the thread's Python frames where the
+// interpreter called into it; 0 when the thread holds no GIL (then the native stack alone).
+__attribute__((noinline)) Origin origin_here_python(const Call& call) {
+  Runtime& r = state();
+  void* python[kStackFrames];
+  const int py = python::capture(python, r.findings.stack_depth());
+  if (py <= 0) return 0;
+  void* native[kMaxStackDepth];
+  const int depth = std::min(r.findings.stack_depth() + 8, kMaxStackDepth);
+  const int n = call.frame ? capture_stack_from(call.frame, call.caller, native, depth) : capture_stack(native, depth, 0);
+  void* merged[kMaxStackDepth];
+  return r.depot.intern(merged, merge_python_frames(native, n, python, py, merged, kMaxStackDepth));
+}
+
+// The call site and the thread's Python frames (SiteCache::miss in a Python program).
+__attribute__((noinline)) Origin origin_python_site(const void* site) {
+  Runtime& r = state();
+  void* frames[1 + kStackFrames];
+  frames[0] = const_cast<void*>(site);
+  const int py = python::capture(frames + 1, r.findings.stack_depth());
+  return r.depot.intern(frames, 1 + py);
+}
+}  // namespace
 
 Origin origin_here(const Call& call) {
   Runtime& r = state();
   if (r.findings.stack_depth() == 0) return 0;
-  if (!r.provenance_stacks) return origin_site(call);
-  if (python::active()) {
-    // The native stack, with the thread's Python frames where the interpreter called into it.
-    void* python[kStackFrames];
-    const int py = python::capture(python, r.findings.stack_depth());
-    if (py > 0) {
-      void* native[kMaxStackDepth];
-      const int depth = std::min(r.findings.stack_depth() + 8, kMaxStackDepth);
-      const int n = call.frame ? capture_stack_from(call.frame, call.caller, native, depth)
-                               : capture_stack(native, depth, 0);
-      void* merged[kMaxStackDepth];
-      return r.depot.intern(merged, merge_python_frames(native, n, python, py, merged, kMaxStackDepth));
-    }
+  if (!r.provenance_stacks) {
+    if (!r.provenance_python_stacks) return origin_site(call);
+    if (const Origin o = origin_here_python(call)) return o;  // else (no GIL) the native stack
   }
   // From the wrapper's frame when it handed it over: the application's frames only.
   if (call.frame) return r.depot.capture_from(call.frame, call.caller, r.findings.stack_depth());
@@ -35,21 +51,12 @@ __thread SiteCache::Entry SiteCache::t_sites[SiteCache::kSize];
 Origin SiteCache::miss(const void* site) {
   Runtime& r = state();
   if (r.findings.stack_depth() == 0 || !site) return 0;
+  if (python::active()) return origin_python_site(site);  // (never cached: see provenance.hpp)
   void* frame = const_cast<void*>(site);
   Entry& e = slot(site);
   e.origin = r.depot.intern(&frame, 1);
   e.site = site;
   return e.origin;
-}
-
-Origin origin_python_site(const void* site) {
-  Runtime& r = state();
-  if (r.findings.stack_depth() == 0 || !site) return 0;
-  void* frames[1 + kStackFrames];
-  frames[0] = const_cast<void*>(site);
-  const int py = python::capture(frames + 1, r.findings.stack_depth());
-  if (py == 0) return origin_at(site);
-  return r.depot.intern(frames, 1 + py);
 }
 
 void add_provenance(FindingInput& in, ProvenanceStorage& storage, const char* what, Origin origin) {

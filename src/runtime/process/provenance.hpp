@@ -9,7 +9,6 @@
 #include "attrcheck/engine.hpp"
 #include "report/report.hpp"
 #include "runtime/process/call.hpp"
-#include "runtime/python/python_frames.hpp"
 
 namespace attrcheck::rt {
 
@@ -38,14 +37,11 @@ inline Origin origin_at(const void* site) {
   const SiteCache::Entry& e = SiteCache::slot(site);
   return e.site == site && e.site ? e.origin : SiteCache::miss(site);
 }
-// In a Python program (python::active), a thread holding the GIL: the call site and the Python
-// frames that led to it (the call site alone is the same extension-module address for every call
-// made from Python). Not cached: the Python frames differ where the call site does not.
-Origin origin_python_site(const void* site);
-inline Origin origin_site(const Call& call) {
-  if (__builtin_expect(python::active(), 0)) return origin_python_site(call.caller);
-  return origin_at(call.caller);
-}
+// In a Python program (python::active) the cache is never filled, so every call misses: miss()
+// then gives the call site and the Python frames that led to it (the call site alone is the same
+// extension-module address for every call made from Python), which cannot be cached by site. A
+// program without Python pays nothing for it on a hit.
+inline Origin origin_site(const Call& call) { return origin_at(call.caller); }
 // Adds "<what>" with the stack of `origin` to a finding (frames kept in `storage`).
 struct ProvenanceStorage {
   std::vector<void*> frames[kMaxProvenance];
