@@ -102,8 +102,13 @@ class OwnerGate {
   std::uint8_t found_;
 };
 
+// A deferred set's provenance in a program whose Python frames are read: its call site and
+// Python frames, now (pending.cpp).
+Origin pending_python_origin(const void* site) noexcept;
 // defer_set's record of the set in t_state.pending (kShare: the thread level's, above).
-// False: not deferred.
+// False: not deferred. (A program whose Python frames are read shares its pending sets at any
+// thread level, so that kOwn, what a program without Python below MPI_THREAD_SERIALIZED uses,
+// needs no test of FastState::python_sites.)
 template <Sharing kShare>
 [[gnu::always_inline]] inline bool record_pending(QueryCache::Entry& q, std::uint64_t word, const void* site,
                                                   bool replaces) noexcept {
@@ -114,9 +119,12 @@ template <Sharing kShare>
     PendingSet& ps = p.sets[pending - 1];
     ps.stamp = ++p.clock;
     ps.site = site;
+    if (kShare != Sharing::kOwn && __builtin_expect(g_fast.python_sites, 0)) ps.origin = pending_python_origin(site);
   } else {
     if (p.count == PendingSets::kMax || (p.count == 0 && !claim_pending<kShare>())) return false;
-    p.sets[p.count] = PendingSet{&q, q.word, ++p.clock, site, replaces, q.flag == 0};
+    p.sets[p.count] = PendingSet{&q, q.word, ++p.clock, 0, site, replaces, q.flag == 0};
+    if (kShare != Sharing::kOwn && __builtin_expect(g_fast.python_sites, 0))
+      p.sets[p.count].origin = pending_python_origin(site);
     q.pending = static_cast<std::uint8_t>(++p.count);
     QueryCache::drop_other_answers(q);
   }

@@ -24,14 +24,6 @@ __attribute__((noinline)) Origin origin_here_python(const Call& call) {
   return r.depot.intern(merged, merge_python_frames(native, n, python, py, merged, kMaxStackDepth));
 }
 
-// The call site and the thread's Python frames (SiteCache::miss in a Python program).
-__attribute__((noinline)) Origin origin_python_site(const void* site) {
-  Runtime& r = state();
-  void* frames[1 + kStackFrames];
-  frames[0] = const_cast<void*>(site);
-  const int py = python::capture(frames + 1, r.findings.stack_depth());
-  return r.depot.intern(frames, 1 + py);
-}
 }  // namespace
 
 Origin origin_here(const Call& call) {
@@ -44,6 +36,19 @@ Origin origin_here(const Call& call) {
   // From the wrapper's frame when it handed it over: the application's frames only.
   if (call.frame) return r.depot.capture_from(call.frame, call.caller, r.findings.stack_depth());
   return r.depot.capture(r.findings.stack_depth() + 8, 1);  // + frames of attrcheck itself, trimmed later
+}
+
+// The call site and the thread's innermost Python frames (SiteCache::miss in a Python program):
+// sets and object creations are on hot paths, and their provenance is the call site natively;
+// from Python it is the innermost few Python frames (enough to get past a wrapper of mpi4py's
+// calls into the user's code), each frame costing a few calls into the interpreter.
+constexpr int kSitePythonFrames = 1;
+Origin origin_python_site(const void* site) {
+  Runtime& r = state();
+  void* frames[1 + kSitePythonFrames];
+  frames[0] = const_cast<void*>(site);
+  const int py = python::capture(frames + 1, std::min(r.findings.stack_depth(), kSitePythonFrames));
+  return r.depot.intern(frames, 1 + py);
 }
 
 __thread SiteCache::Entry SiteCache::t_sites[SiteCache::kSize];

@@ -42,6 +42,8 @@ inline Origin origin_at(const void* site) {
 // extension-module address for every call made from Python), which cannot be cached by site. A
 // program without Python pays nothing for it on a hit.
 inline Origin origin_site(const Call& call) { return origin_at(call.caller); }
+// The call site and the thread's innermost Python frame(s) (python::capture), interned.
+Origin origin_python_site(const void* site);
 // Adds "<what>" with the stack of `origin` to a finding (frames kept in `storage`).
 struct ProvenanceStorage {
   std::vector<void*> frames[kMaxProvenance];

@@ -35,6 +35,8 @@ struct Api {
   void (*decref)(Obj*);
   Obj* (*getattr)(Obj*, const char*);
   const char* (*utf8)(Obj*);
+  Obj* (*err_occurred)();
+  void (*err_clear)();
   void (*err_fetch)(Obj**, Obj**, Obj**);
   void (*err_restore)(Obj*, Obj*, Obj*);
   int (*gc_disable)();
@@ -83,7 +85,8 @@ bool resolve(Api& a) noexcept {
       !find(a.frame_back, "PyFrame_GetBack") || !find(a.frame_code, "PyFrame_GetCode") ||
       !find(a.frame_lasti, "PyFrame_GetLasti") || !find(a.frame_line, "PyFrame_GetLineNumber") ||
       !find(a.incref, "Py_IncRef") || !find(a.decref, "Py_DecRef") || !find(a.getattr, "PyObject_GetAttrString") ||
-      !find(a.utf8, "PyUnicode_AsUTF8") || !find(a.err_fetch, "PyErr_Fetch") || !find(a.err_restore, "PyErr_Restore") ||
+      !find(a.utf8, "PyUnicode_AsUTF8") || !find(a.err_occurred, "PyErr_Occurred") ||
+      !find(a.err_clear, "PyErr_Clear") || !find(a.err_fetch, "PyErr_Fetch") || !find(a.err_restore, "PyErr_Restore") ||
       !find(a.gc_disable, "PyGC_Disable") || !find(a.gc_enable, "PyGC_Enable"))
     return false;
   // Where the interpreter's own machine code is: a stack's Python frames go before its first
@@ -175,10 +178,11 @@ int capture(void** out, int max) noexcept {
   const Api& a = g_api;
   void* state = held_state(a);
   if (!state) return 0;
-  // The thread's exception, if one is being raised or handled, is put back as it was; anything our
-  // calls might set (a frame object not made for want of memory) goes with it.
-  Obj *type, *value, *traceback;
-  a.err_fetch(&type, &value, &traceback);
+  // The thread's exception, if one is set, is put back as it was; anything our calls might set (a
+  // frame object not made for want of memory: the only way they fail) is cleared.
+  Obj *type = nullptr, *value = nullptr, *traceback = nullptr;
+  const bool raised = a.err_occurred() != nullptr;
+  if (raised) a.err_fetch(&type, &value, &traceback);
   const int collecting = a.gc_disable();  // python_profile.hpp: frame objects made may collect
   int n = 0;
   for (Obj* frame = a.get_frame(state); frame;) {
@@ -199,7 +203,8 @@ int capture(void** out, int max) noexcept {
     frame = back;
   }
   if (collecting) a.gc_enable();
-  a.err_restore(type, value, traceback);
+  if (raised) a.err_restore(type, value, traceback);
+  else if (a.err_occurred()) a.err_clear();
   return n;
 }
 

@@ -6,7 +6,8 @@
 // Common to all listed versions (the C API since 3.9/3.11, exported by the interpreter):
 //   PyThreadState_GetFrame, PyFrame_GetBack, PyFrame_GetCode (new references),
 //   PyFrame_GetLasti (3.11), PyFrame_GetLineNumber, PyObject_GetAttrString (co_filename,
-//   co_qualname: 3.11), PyUnicode_AsUTF8, PyErr_Fetch / PyErr_Restore, PyGC_Disable /
+//   co_qualname: 3.11), PyUnicode_AsUTF8, PyErr_Occurred / PyErr_Clear / PyErr_Fetch /
+//   PyErr_Restore (deprecated in 3.12, still exported in 3.13), PyGC_Disable /
 //   PyGC_Enable (3.10), Py_IncRef / Py_DecRef, Py_IsInitialized, Py_Version (3.11).
 // Frame objects: PyThreadState_GetFrame and PyFrame_GetBack make a frame object for an
 // interpreter frame that has none yet (3.11 on). That allocation may collect garbage: 3.11 then
