@@ -2,7 +2,7 @@
 """Runs tests/python/frames_app.py (an mpi4py program) under the attrcheck launcher and checks that
 its findings name the Python lines marked in it (see the program's docstring for the markers):
 the findings' sites and their provenance, in the merged report, in the summary the report tool
-prints, and in its SARIF.
+prints, and in its SARIF; and that suppressions match its Python frames (fun: a function, src: a .py file).
 
 It fails when a marked finding is missing, is at another line, when a rule is reported other
 than the program's, or when the program saw a call fail that should not have.
@@ -141,6 +141,26 @@ def main():
     for kind, rule, what, line in markers():
         if kind == "site" and (rule, "frames_app.py", line) not in sarif_lines:
             failures.append(f"SARIF has no {rule} result at frames_app.py:{line}")
+
+    # Suppressions match Python frames: fun: a Python function, src: a .py file.
+    supp = os.path.join(a.workdir, "python.supp")
+    with open(supp, "w") as f:
+        f.write("keyval.leak  fun:make_keyval  # the keyval made in the helper, not the other one\n"
+                "keyval.kind-mismatch  src:*/frames_app.py  # a Python file\n")
+    suppressed_path = os.path.join(a.workdir, "suppressed.json")
+    subprocess.run([tool, "--suppressions", supp, "merge", "--force", "-o", suppressed_path, report_path],
+                   capture_output=True, text=True)
+    try:
+        with open(suppressed_path) as f:
+            left = {}
+            for x in json.load(f).get("findings", []):
+                left[x["rule"]] = left.get(x["rule"], 0) + 1
+        want = dict(EXPECTED, **{"keyval.leak": EXPECTED["keyval.leak"] - 1})
+        del want["keyval.kind-mismatch"]
+        if left != want:
+            failures.append(f"with fun:make_keyval and src:*/frames_app.py suppressed: {left}, expected {want}")
+    except (OSError, ValueError) as e:
+        failures.append(f"{suppressed_path}: {e}")
 
     if failures:
         print(summary, file=sys.stderr)
