@@ -6,6 +6,10 @@ Markers (a comment at the end of the line they name):
   expect-site: RULE                  some RULE finding's site is this line (its first frame of the
                                      user's Python code)
   expect-provenance: RULE WHAT       some RULE finding's provenance WHAT is this line
+A marker ending in [mpi4py<4] holds only before mpi4py 4. mpi4py 4 tells MPI that a delete
+callback which raised succeeded (its C callback returns MPI_SUCCESS, keeps the error and raises it
+once MPI_Comm_delete_attr has returned): the library deletes the attribute, and attrcheck, rightly,
+sees no failing callback. mpi4py 3 returns the error: the call fails and the attribute stays.
 The raising copy callback runs inside comm.Dup(), which mpi4py calls with the GIL released: no
 Python frame can be read there, so that finding's site is not marked (its keyval's provenance is).
 """
@@ -48,11 +52,12 @@ def double_free():
 
 
 def failing_delete():
-    key = MPI.Comm.Create_keyval(delete_fn=delete_once([]))  # expect-provenance: callback.error keyval created
+    key = MPI.Comm.Create_keyval(delete_fn=delete_once([]))  # expect-provenance: callback.error keyval created [mpi4py<4]
     dup = comm.Dup()
     dup.Set_attr(key, "value")
-    expect_failure("raising delete", lambda: dup.Delete_attr(key))  # expect-site: callback.error
-    dup.Delete_attr(key)
+    expect_failure("raising delete", lambda: dup.Delete_attr(key))  # expect-site: callback.error [mpi4py<4]
+    if dup.Get_attr(key) is not None:  # mpi4py 3: the failed delete left it (see above)
+        dup.Delete_attr(key)
     dup.Free()
     MPI.Comm.Free_keyval(key)
 
