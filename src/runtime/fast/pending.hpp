@@ -105,10 +105,17 @@ class OwnerGate {
 // A deferred set's provenance in a program whose Python frames are read: its call site and
 // Python frames, now (pending.cpp).
 Origin pending_python_origin(const void* site) noexcept;
+// q's pending set (just recorded) takes its Python frames, in a program whose Python frames are
+// read: for record_pending<kOwn> made under the gate (finish_cache_change), which does not.
+[[gnu::always_inline]] inline void keep_python_origin(QueryCache::Entry& q, const void* site) noexcept {
+  if (__builtin_expect(g_fast.python_sites, 0) && q.pending)
+    t_state.pending.sets[q.pending - 1].origin = pending_python_origin(site);
+}
 // defer_set's record of the set in t_state.pending (kShare: the thread level's, above).
 // False: not deferred. (A program whose Python frames are read shares its pending sets at any
 // thread level, so that kOwn, what a program without Python below MPI_THREAD_SERIALIZED uses,
-// needs no test of FastState::python_sites.)
+// needs no test of FastState::python_sites; kOwn under the gate, finish_cache_change's, is
+// followed by keep_python_origin.)
 template <Sharing kShare>
 [[gnu::always_inline]] inline bool record_pending(QueryCache::Entry& q, std::uint64_t word, const void* site,
                                                   bool replaces) noexcept {
