@@ -14,6 +14,7 @@ The raising copy callback runs inside comm.Dup(), which mpi4py calls with the GI
 Python frame can be read there, so that finding's site is not marked (its keyval's provenance is).
 """
 import sys
+import threading
 
 from mpi4py import MPI
 
@@ -90,7 +91,24 @@ def attribute_left():
     return never_freed
 
 
+def keyval_in_a_thread(out):
+    out.append(MPI.Comm.Create_keyval())  # expect-provenance: keyval.leak keyval created
+
+
+def from_a_thread():
+    # Another Python thread's frames are its own (mpi4py initializes MPI_THREAD_MULTIPLE).
+    out = []
+    if MPI.Query_thread() == MPI.THREAD_MULTIPLE:
+        worker = threading.Thread(target=keyval_in_a_thread, args=(out,))
+        worker.start()
+        worker.join()
+    else:  # (a run at a lower thread level: the same keyval, from this thread)
+        keyval_in_a_thread(out)
+    return out
+
+
 leaked = make_keyval()
+leaked_in_a_thread = from_a_thread()
 double_free()
 failing_delete()
 failing_copy()
