@@ -363,6 +363,7 @@ FindingStore::FindingStore() noexcept {
 }
 
 FindingStore::~FindingStore() {
+  if (python_) ::munmap(python_, kPythonFrames * sizeof(PythonFrame));
   if (!entries_) return;
   for (std::size_t i = 0, n = size(); i < n; ++i) entries_[i].~Finding();
   ::munmap(entries_, kCapacity * sizeof(Finding));
