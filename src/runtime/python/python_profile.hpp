@@ -9,6 +9,10 @@
 //   co_qualname: 3.11), PyUnicode_AsUTF8, PyErr_Occurred / PyErr_Clear / PyErr_Fetch /
 //   PyErr_Restore (deprecated in 3.12, still exported in 3.13), PyGC_Disable /
 //   PyGC_Enable (3.10), Py_IncRef / Py_DecRef, Py_IsInitialized, Py_Version (3.11).
+// Not all of these are in the limited API: PyFrame_GetBack and PyFrame_GetLasti are in CPython's
+// cpython/ headers, and so are both versions' thread-state getters below (3.11's is private); all
+// are exported functions, called with the signatures both versions' headers give them, and no
+// struct of the interpreter is read. That is why a version is read only once it is listed here.
 // Frame objects: PyThreadState_GetFrame and PyFrame_GetBack make a frame object for an
 // interpreter frame that has none yet (3.11 on). That allocation may collect garbage: 3.11 then
 // collects at once (_PyObject_GC_Link), running finalizers that may call MPI inside the hook, so
