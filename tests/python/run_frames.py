@@ -2,10 +2,11 @@
 """Runs tests/python/frames_app.py (an mpi4py program) under the attrcheck launcher and checks that
 its findings name the Python lines marked in it (see the program's docstring for the markers):
 the findings' sites and their provenance, in the merged report, in the summary the report tool
-prints, and in its SARIF; and that suppressions match its Python frames (fun: a function, src: a .py file).
+prints, its SARIF and its JUnit; and that suppressions match its Python frames (fun: a function,
+src: a .py file).
 
-It fails when a marked finding is missing, is at another line, when a rule is reported other
-than the program's, or when the program saw a call fail that should not have.
+It fails when a marked finding is missing or at another line, when a rule is reported other than
+the program's, or when a call the program expects to fail succeeds (its exit status).
 
 usage: run_frames.py --build DIR --mode MODE --python PYTHON --workdir DIR [--np N]
 """
@@ -148,6 +149,15 @@ def main():
     for kind, rule, what, line in markers(mpi4py_major):
         if kind == "site" and (rule, "frames_app.py", line) not in sarif_lines:
             failures.append(f"SARIF has no {rule} result at frames_app.py:{line}")
+
+    # JUnit: each failure says where, at the Python line.
+    junit_path = os.path.join(a.workdir, "report.xml")
+    subprocess.run([tool, "junit", "--force", "-o", junit_path, report_path], capture_output=True, text=True)
+    with open(junit_path) as f:
+        junit = f.read()
+    for kind, rule, what, line in markers(mpi4py_major):
+        if kind == "site" and f"at frames_app.py:{line} in " not in junit:
+            failures.append(f"JUnit names no finding at frames_app.py:{line} ({rule})")
 
     # Suppressions match Python frames: fun: a Python function, src: a .py file.
     supp = os.path.join(a.workdir, "python.supp")
