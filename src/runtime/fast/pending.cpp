@@ -49,6 +49,10 @@ std::uint8_t gate_not_open(std::uint8_t found) noexcept {
   return found;
 }
 
+void keep_python_origin_of(QueryCache::Entry& q, const void* site) noexcept {
+  if (q.pending) t_state.pending.sets[q.pending - 1].origin = pending_python_origin(site);
+}
+
 Origin pending_python_origin(const void* site) noexcept {
   try {
     return origin_python_site(site);

@@ -94,9 +94,7 @@ namespace {
 bool replace_from_cache(const Call& call, QueryCache::Entry& q, Handle h, int key, std::uint64_t word,
                         std::uint64_t version, int* rc) {
   return change_from_cache(call, q, h, key, version, &word, [&](auto share) {
-    if (!record_pending<decltype(share)::value>(q, word, call.caller, true)) return false;
-    if constexpr (decltype(share)::value == Sharing::kOwn) keep_python_origin(q, call.caller);
-    return true;
+    return record_pending<decltype(share)::value>(q, word, call.caller, true);
   }, rc);
 }
 

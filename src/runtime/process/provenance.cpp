@@ -24,24 +24,31 @@ __attribute__((noinline)) Origin origin_here_python(const Call& call) {
   return r.depot.intern(merged, merge_python_frames(native, n, python, py, merged, kMaxStackDepth));
 }
 
+// origin_here without whole native stacks: the call site only (ATTRCHECK_PROVENANCE=site), or, in
+// a Python program, the stack with the thread's Python frames (the native stack alone when the
+// thread holds no GIL). Out of line: origin_here's common case stays a test and a walk.
+__attribute__((noinline)) Origin origin_here_otherwise(const Call& call) {
+  Runtime& r = state();
+  if (!r.provenance_python_stacks) return origin_site(call);
+  if (const Origin o = origin_here_python(call)) return o;
+  if (call.frame) return r.depot.capture_from(call.frame, call.caller, r.findings.stack_depth());
+  return r.depot.capture(r.findings.stack_depth() + 8, 1);
+}
 }  // namespace
 
 Origin origin_here(const Call& call) {
   Runtime& r = state();
   if (r.findings.stack_depth() == 0) return 0;
-  if (!r.provenance_stacks) {
-    if (!r.provenance_python_stacks) return origin_site(call);
-    if (const Origin o = origin_here_python(call)) return o;  // else (no GIL) the native stack
-  }
+  if (__builtin_expect(!r.provenance_stacks, 0)) return origin_here_otherwise(call);
   // From the wrapper's frame when it handed it over: the application's frames only.
   if (call.frame) return r.depot.capture_from(call.frame, call.caller, r.findings.stack_depth());
   return r.depot.capture(r.findings.stack_depth() + 8, 1);  // + frames of attrcheck itself, trimmed later
 }
 
-// The call site and the thread's innermost Python frames (SiteCache::miss in a Python program):
+// The call site and the thread's innermost Python frame (SiteCache::miss in a Python program):
 // sets and object creations are on hot paths, and their provenance is the call site natively;
-// from Python it is the innermost few Python frames (enough to get past a wrapper of mpi4py's
-// calls into the user's code), each frame costing a few calls into the interpreter.
+// from Python it is the innermost Python frame (each frame costs a few calls into the
+// interpreter: docs/performance.md, "Python programs").
 constexpr int kSitePythonFrames = 1;
 Origin origin_python_site(const void* site) {
   Runtime& r = state();
