@@ -34,12 +34,14 @@ const char* const kReport = R"({"schema": "attrcheck.rank-report", "version": "1
    "provenance": [{"what": "keyval created", "stack": 2}, {"what": "keyval freed", "stack": 1}]},
   {"rule": "attr.leak", "severity": "warning", "message": "attribute 12 on comm 0x1 leaks \u00e9",
    "call": "MPI_Finalize", "rank": 1, "count": 1, "stack": 2,
-   "site": {"offset": "0x2000", "module": "/nonexistent/libx.so"}}],
+   "site": {"offset": "0x2000", "module": "/nonexistent/libx.so",
+            "python": {"python": true, "file": "/src/app.py", "line": 7, "function": "make"}}}],
  "stacks": [
   {"id": 1, "frames": [{"address": "0x55000001040", "module": "/nonexistent/app", "offset": "0x1040"},
                        {"address": "0x55000001100", "module": "/nonexistent/app", "offset": "0x1100"}]},
   {"id": 2, "frames": [{"address": "0x7f0000002000", "module": "/nonexistent/libx.so", "offset": "0x2000",
-                        "function": "lib_init", "file": "/src/x.c", "line": 12, "symbolized": true}]}]}
+                        "function": "lib_init", "file": "/src/x.c", "line": 12, "symbolized": true},
+                       {"python": true, "file": "/src/app.py", "line": 7, "function": "make"}]}]}
 )";
 
 class Fuzz : public ::testing::Test {

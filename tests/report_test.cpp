@@ -11,9 +11,11 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "render_report.hpp"
 #include "report/maps.hpp"
+#include "report/python_frames.hpp"
 #include "report/report.hpp"
 
 namespace attrcheck {
@@ -143,6 +145,61 @@ TEST(Report, RendersValidJsonWithEscapedText) {
   EXPECT_EQ(f["keyval"], 7);
   EXPECT_EQ(f["count"], 1);
   EXPECT_EQ(f["site"]["symbol"], "main+0x10");
+}
+
+TEST(PythonFrames, AreFramesOfTheirOwnAndPartOfAFindingsIdentity) {
+  // Two calls from two Python lines reach MPI from the same native site (the extension module):
+  // two findings, each with its Python frames in its stack, innermost first, and its site's.
+  const std::uint32_t line12 = python_frame_add("/home/u/app.py", "make_keyval", 12);
+  const std::uint32_t line30 = python_frame_add("/home/u/app.py", "<module>", 30);
+  const std::uint32_t line31 = python_frame_add("/home/u/app.py", "<module>", 31);
+  void* first[] = {python_frame_word(line12), python_frame_word(line30)};
+  void* second[] = {python_frame_word(line31)};
+  FindingStore store;
+  int site;
+  FindingInput in = input(Rule::KeyvalDoubleFree, &site, 3);
+  in.python_frames = first;
+  in.python_depth = 2;
+  store.record(in);
+  store.record(in);  // the same Python line again: counted
+  in.python_frames = second;
+  in.python_depth = 1;
+  store.record(in);
+  ASSERT_EQ(store.size(), 2u);
+  EXPECT_EQ(store.at(0).count.load(), 2u);
+  const nlohmann::json j = render(RunInfo{}, store);
+  ASSERT_EQ(j["findings"].size(), 2u);
+  const nlohmann::json& site12 = j["findings"][0]["site"]["python"];
+  EXPECT_EQ(site12, (nlohmann::json{{"python", true}, {"file", "/home/u/app.py"}, {"line", 12}, {"function", "make_keyval"}}));
+  EXPECT_EQ(j["findings"][1]["site"]["python"]["line"], 31);
+  // The stack: no native frame of the interpreter was captured here (this test has none), so the
+  // Python frames follow the native ones, in order.
+  std::vector<int> lines;
+  for (const nlohmann::json& s : j["stacks"])
+    if (s["id"] == j["findings"][0]["stack"])
+      for (const nlohmann::json& f : s["frames"])
+        if (f.value("python", false)) {
+          EXPECT_FALSE(f.contains("module"));
+          lines.push_back(f["line"]);
+        }
+  EXPECT_EQ(lines, (std::vector<int>{12, 30}));
+}
+
+TEST(PythonFrames, GoBeforeTheInterpretersFirstNativeFrame) {
+  static char interpreter[64], extension[8], libc[8];
+  set_python_interpreter_range(interpreter, interpreter + sizeof interpreter);
+  void* native[] = {extension, interpreter + 8, interpreter + 16, libc};
+  void* python[] = {python_frame_word(1), python_frame_word(2)};
+  void* out[8];
+  ASSERT_EQ(merge_python_frames(native, 4, python, 2, out, 8), 6);
+  EXPECT_EQ(out[0], static_cast<void*>(extension));
+  EXPECT_EQ(out[1], python[0]);
+  EXPECT_EQ(out[2], python[1]);
+  EXPECT_EQ(out[3], static_cast<void*>(interpreter + 8));
+  EXPECT_EQ(out[5], static_cast<void*>(libc));
+  EXPECT_EQ(merge_python_frames(native, 4, python, 2, out, 3), 3);  // (truncated, in order)
+  EXPECT_EQ(out[2], python[1]);
+  set_python_interpreter_range(nullptr, nullptr);
 }
 
 TEST(Report, EmptyReportIsValid) {

@@ -95,6 +95,32 @@ class HtmlReportTest(unittest.TestCase):
         self.assertIn("Fix: Free each keyval once", dom)
         self.assertNotIn("comm 0x0", dom)  # a keyval call has no object
 
+    def test_python_frames_are_shown_first(self):
+        # A Python program's stacks (schema 1.6): the first Python frame of the program's own code
+        # (mpi4py's package trimmed) is where the finding is; expanded, each Python frame is one.
+        import json
+        with open(os.path.join(self.dir, "run", "report.json")) as f:
+            report = json.load(f)
+        finding = next(x for x in report["findings"] if x["rule"] == "keyval.double-free")
+        frames = next(s for s in report["stacks"] if s["id"] == finding["stack"])["frames"]
+        frames[1:1] = [{"python": True, "file": "/usr/lib/python3/dist-packages/mpi4py/util/pkl5.py", "line": 3,
+                        "function": "wrapper"},
+                       {"python": True, "file": "/home/u/app.py", "line": 46, "function": "double_free"}]
+        python_json = os.path.join(self.dir, "python.json")
+        with open(python_json, "w") as f:
+            json.dump(report, f)
+        page = os.path.join(self.dir, "python.html")
+        subprocess.run([TOOL, "html", python_json, "-o", page], check=True, capture_output=True, timeout=120)
+        saved, self.page = self.page, page
+        try:
+            dom = self.view("rule=keyval.double-free&open=all")
+        finally:
+            self.page = saved
+        row = dom.split('data-rule="keyval.double-free"')[1].split("</tr>")[0]
+        self.assertIn("app.py:46 in double_free", row)
+        self.assertIn("<li>app.py:46 in double_free [Python]</li>", dom)
+        self.assertIn("<li>pkl5.py:3 in wrapper [Python]</li>", dom)
+
     def test_report_text_cannot_break_out_of_the_page(self):
         import json
         with open(os.path.join(self.dir, "run", "report.json")) as f:

@@ -1,4 +1,5 @@
 #include "report/report.hpp"
+#include "report/python_frames.hpp"
 
 #include "attrcheck/provenance.hpp"
 #include "report/maps.hpp"
@@ -208,6 +209,29 @@ void resolve_module(const Dl_info& dl, char* out, std::size_t size) noexcept {
 }
 }  // namespace
 
+int FindingStore::intern_python(const void* word) noexcept {
+  const std::uint32_t id = python_frame_id(word);
+  const int n = python_used_.load(std::memory_order_relaxed);
+  for (int i = 0; i < n; ++i)
+    if (python_[i].id == id) return i;
+  if (n >= kPythonFrames) return -1;
+  if (!python_) {
+    void* p = ::mmap(nullptr, kPythonFrames * sizeof(PythonFrame), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return -1;
+    python_ = static_cast<PythonFrame*>(p);
+  }
+  const char *file, *function;
+  int line;
+  if (!python_frame_text(id, &file, &function, &line)) return -1;
+  PythonFrame& f = python_[n];
+  f.id = id;
+  f.line = line;
+  copy_str(f.file, sizeof f.file, file);
+  copy_str(f.function, sizeof f.function, function);
+  python_used_.store(n + 1, std::memory_order_release);
+  return n;
+}
+
 int FindingStore::intern_module(const char* path) noexcept {
   const int n = modules_used_.load(std::memory_order_relaxed);
   for (int i = 0; i < n; ++i)
@@ -222,6 +246,14 @@ void FindingStore::resolve_stack(const void* const* frames, int depth, int max_d
   out->depth = 0;
   bool user_seen = false;
   for (int i = 0; i < depth && out->depth < max_depth && out->depth < kStackFrames; ++i) {
+    if (is_python_frame(frames[i])) {  // a frame of the Python code (python_frames.hpp)
+      const int python = intern_python(frames[i]);
+      if (python < 0) continue;
+      user_seen = true;
+      Frame& f = out->frames[out->depth++];
+      f = Frame{frames[i], 0, -1, false, python};
+      continue;
+    }
     Dl_info dl{};
     const bool known = frames[i] && dladdr(frames[i], &dl) && dl.dli_fname;
     if (!user_seen && known && is_tool_frame(dl)) continue;  // trim the innermost tool frames
@@ -229,6 +261,7 @@ void FindingStore::resolve_stack(const void* const* frames, int depth, int max_d
     Frame& f = out->frames[out->depth++];
     f.address = frames[i];
     f.entry = false;
+    f.python = -1;
     f.offset = known ? static_cast<std::uint64_t>(static_cast<const char*>(frames[i]) -
                                                   static_cast<const char*>(dl.dli_fbase))
                      : 0;
@@ -252,6 +285,7 @@ void FindingStore::resolve_stack_async_signal_safe(const void* const* frames, in
     f.offset = 0;
     f.module = -1;
     f.entry = i == 0;
+    f.python = -1;  // (no Python frames on the signal path)
   }
   struct Context {
     FindingStore* store;
@@ -329,6 +363,7 @@ FindingStore::FindingStore() noexcept {
 }
 
 FindingStore::~FindingStore() {
+  if (python_) ::munmap(python_, kPythonFrames * sizeof(PythonFrame));
   if (!entries_) return;
   for (std::size_t i = 0, n = size(); i < n; ++i) entries_[i].~Finding();
   ::munmap(entries_, kCapacity * sizeof(Finding));
@@ -337,6 +372,7 @@ FindingStore::~FindingStore() {
 void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcept {
   const RuleInfo& info = rule_info(in.rule);
   const std::uint64_t message_hash = message_identity(info.message, in);
+  const void* python_site = !signal_safe && in.python_depth > 0 && in.python_frames ? in.python_frames[0] : nullptr;
   // The same rule at the same site from the same call with the same message (for the same
   // keyval) is one finding: count it. Entries are only ever appended and committed once filled,
   // so this scan needs no lock.
@@ -345,7 +381,8 @@ void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcep
     Finding& f = entries_[i];
     if (!f.committed.load(std::memory_order_acquire)) continue;
     // The keyval is part of the identity: two keyvals leaked at one MPI_Finalize are two findings.
-    if (f.rule == in.rule && f.site == in.site && f.message_hash == message_hash && f.has_keyval == in.has_keyval &&
+    if (f.rule == in.rule && f.site == in.site && f.python_site == python_site && f.message_hash == message_hash &&
+        f.has_keyval == in.has_keyval &&
         (!in.has_keyval || f.keyval == in.keyval) && std::strncmp(f.call, in.call ? in.call : "", sizeof f.call) == 0) {
       f.count.fetch_add(1, std::memory_order_relaxed);
       version_.fetch_add(1, std::memory_order_release);
@@ -370,6 +407,8 @@ void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcep
   f.rule = in.rule;
   f.site = in.site;
   f.site_is_entry = in.site_is_entry;
+  f.python_site = python_site;
+  f.python_site_frame = python_site ? intern_python(python_site) : -1;
   f.message_hash = message_hash;
   f.has_keyval = in.has_keyval;
   f.keyval = in.keyval;
@@ -416,7 +455,14 @@ void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcep
   if (!signal_safe && stack_depth_ > 0 && !in.no_stack) {
     void* frames[kStackFrames + 24];
     const int captured = capture_stack(frames, stack_depth_ + 24, 0);
-    resolve_stack(frames, captured, stack_depth_, &f.stack);
+    if (python_site) {
+      void* merged[kStackFrames * 2 + 24];
+      const int merged_depth = merge_python_frames(frames, captured, in.python_frames, std::min(in.python_depth, kStackFrames),
+                                        merged, static_cast<int>(sizeof merged / sizeof *merged));
+      resolve_stack(merged, merged_depth, stack_depth_, &f.stack);
+    } else {
+      resolve_stack(frames, captured, stack_depth_, &f.stack);
+    }
     for (int i = 0; i < in.provenance_count && i < kMaxProvenance; ++i) {
       const ProvenanceInput& p = in.provenance[i];
       if (!p.what || p.depth <= 0) continue;
@@ -520,9 +566,19 @@ void render_symbol(FdWriter& w, const SymbolTable* table, const void* address, b
   w.raw(","); w.key("symbolized"); w.raw("true");
 }
 
+// A Python frame: {"python": true, "file": ..., "line": N, "function": ...}.
+void render_python_frame(FdWriter& w, const FindingStore::PythonFrame& py) noexcept {
+  w.raw("{"); w.key("python"); w.raw("true"); w.raw(",");
+  w.key("file"); w.str(py.file); w.raw(",");
+  w.key("line"); w.num(py.line); w.raw(",");
+  w.key("function"); w.str(py.function);
+  w.raw("}");
+}
+
 // One finding as a JSON object; `stack_id(stack)` is the id its stacks are written under.
 template <typename StackId>
-void render_finding(FdWriter& w, int rank, const Finding& f, const SymbolTable* symbols, StackId stack_id) noexcept {
+void render_finding(FdWriter& w, int rank, const Finding& f, const FindingStore& store, StackId stack_id) noexcept {
+  const SymbolTable* symbols = store.symbols();
   const RuleInfo& info = rule_info(f.rule);
   w.raw("{");
   w.key("rule"); w.str(info.id); w.raw(",");
@@ -570,6 +626,10 @@ void render_finding(FdWriter& w, int rank, const Finding& f, const SymbolTable* 
   // the call before it.
   if (f.site_is_entry) { w.raw(","); w.key("entry"); w.raw("true"); }
   render_symbol(w, symbols, f.site, f.site_is_entry);
+  // Made from Python: the innermost Python frame, part of the finding's identity.
+  if (const FindingStore::PythonFrame* py = store.python_frame(f.python_site_frame)) {
+    w.raw(","); w.key("python"); render_python_frame(w, *py);
+  }
   w.raw("}}");
 }
 
@@ -578,6 +638,10 @@ void render_stack(FdWriter& w, const FindingStore& store, int id, const StackRec
   w.raw("{"); w.key("id"); w.num(id); w.raw(","); w.key("frames"); w.raw("[");
   for (int i = 0; i < s.depth; ++i) {
     if (i) w.raw(",");
+    if (const FindingStore::PythonFrame* py = store.python_frame(s.frames[i].python)) {
+      render_python_frame(w, *py);
+      continue;
+    }
     w.raw("{"); w.key("address"); w.hex(reinterpret_cast<std::uintptr_t>(s.frames[i].address)); w.raw(",");
     w.key("module"); w.str(store.module(s.frames[i].module)); w.raw(",");
     w.key("offset"); w.hex(s.frames[i].offset);
@@ -649,7 +713,7 @@ bool render_json(int fd, const RunInfo& run, const FindingStore& store) noexcept
     w.raw(first ? "\n" : ",\n");
     first = false;
     const StackWalk walk{store};
-    render_finding(w, run.rank, f, store.symbols(), [&](const StackRec& st) { return walk.id_of(st); });
+    render_finding(w, run.rank, f, store, [&](const StackRec& st) { return walk.id_of(st); });
   }
   w.raw(first ? "],\n" : "\n],\n");
   // The stack depot: every distinct stack once, referenced by id from the findings.
@@ -836,7 +900,7 @@ void Journal::append(const FindingStore& store, std::size_t index) noexcept {
   FdWriter w(fd);
   w.raw("{"); w.key("seq"); w.num(static_cast<long long>(index)); w.raw(",");
   w.key("finding");
-  render_finding(w, -1, f, store.symbols(), [&](const StackRec& s) {
+  render_finding(w, -1, f, store, [&](const StackRec& s) {
     if (&s == &f.stack) return 1;
     for (int k = 0; k < f.provenance_count; ++k)
       if (&s == &f.provenance[k].stack) return 2 + k;

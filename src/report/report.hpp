@@ -17,7 +17,7 @@
 namespace attrcheck {
 
 inline constexpr char kReportSchema[] = "attrcheck.rank-report";
-inline constexpr char kReportVersion[] = "1.6";
+inline constexpr char kReportVersion[] = "1.7";
 inline constexpr char kToolVersion[] = "0.1.0";
 
 // Copies `src` (null: "") into `dst`, truncating to `size` - 1 characters; no allocation.
@@ -40,6 +40,8 @@ struct Frame {
   std::uint64_t offset;  // address - its module's base
   int module;            // index into the store's module table, -1 if unknown
   bool entry = false;    // an instruction's own address (where a signal hit), not a return address
+  int python = -1;       // a Python frame: index into the store's Python frame table (then no
+                         // module or offset; `address` is its tagged word, python_frames.hpp)
 };
 struct StackRec {
   int depth = 0;
@@ -88,6 +90,11 @@ struct FindingInput {
   // instruction a signal hit, looked up as is; the others are return addresses.
   const void* const* fault_stack = nullptr;
   int fault_stack_depth = 0;
+  // The calling thread's Python frames (python_frames.hpp words, innermost first), placed into the
+  // stack the store captures; the innermost one is part of the finding's identity (every call from
+  // Python has the same native call site). None on the signal path.
+  void* const* python_frames = nullptr;
+  int python_depth = 0;
   bool no_stack = false;  // a fact about the run, not about a place in the program: no stack
 };
 
@@ -100,6 +107,8 @@ struct Finding {
   Rule rule = Rule::Count;
   const void* site = nullptr;
   bool site_is_entry = false;
+  const void* python_site = nullptr;  // the innermost Python frame's word, or null
+  int python_site_frame = -1;         // ... its index in the store's Python frame table
   std::uint64_t message_hash = 0;  // part of the identity: freeing MPI_COMM_WORLD and MPI_COMM_SELF
                                    // at one site are two findings (hex numbers left out)
   std::uint64_t offset = 0;        // site - its module's base: the same in every rank despite ASLR
@@ -228,6 +237,26 @@ class FindingStore {
   int intern_module(const char* path) noexcept;  // caller holds busy_
   char modules_[kModules][192] = {};
   std::atomic<int> modules_used_{0};
+
+ public:
+  // The Python frames stacks hold (file, function, line, copied: the report is written without
+  // Python, maybe from a signal handler), shared by all findings; mapped on first use.
+  static constexpr int kPythonFrames = 512;
+  struct PythonFrame {
+    std::uint32_t id;  // python_frames.hpp's
+    int line;
+    char file[256];
+    char function[128];
+  };
+  int python_frames() const noexcept { return python_used_.load(std::memory_order_acquire); }
+  const PythonFrame* python_frame(int i) const noexcept {
+    return i >= 0 && i < python_frames() ? &python_[i] : nullptr;
+  }
+
+ private:
+  int intern_python(const void* word) noexcept;  // caller holds busy_; -1 if unknown or full
+  PythonFrame* python_ = nullptr;
+  std::atomic<int> python_used_{0};
 };
 
 // Renders the report as JSON to `fd`. Async-signal-safe. False if a write failed.

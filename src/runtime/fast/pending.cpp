@@ -49,6 +49,18 @@ std::uint8_t gate_not_open(std::uint8_t found) noexcept {
   return found;
 }
 
+void keep_python_origin_of(QueryCache::Entry& q, const void* site) noexcept {
+  if (q.pending) t_state.pending.sets[q.pending - 1].origin = pending_python_origin(site);
+}
+
+Origin pending_python_origin(const void* site) noexcept {
+  try {
+    return origin_python_site(site);
+  } catch (...) {  // (the depot's memory)
+    return 0;
+  }
+}
+
 namespace {
 
 struct GateLock {
@@ -81,7 +93,7 @@ void apply(PendingSets& p, bool entries) noexcept {
     QueryCache::Entry& q = *ps.entry;
     if (entries) q.pending = 0;
     const RanDelete ran{q.object, q.engine_key, ps.before, MPI_SUCCESS};
-    const Origin origin = origin_at(ps.site);
+    const Origin origin = ps.origin ? ps.origin : origin_at(ps.site);
     if (e.set_attr_ran(q.cursor, Binding::C, q.word, origin, ps.replaced ? &ran : nullptr)) continue;
     // Not expected (the set was checked against this very state): mirror it the general way.
     all = false;

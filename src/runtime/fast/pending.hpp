@@ -41,7 +41,8 @@ inline void settle() noexcept {
 // pending sets from then on (hold_pending_owner: only it defers sets, until a second thread
 // calls and ends deferral), and changes them under g_pending_gate.
 // (The callers pick it with record_pending_here / cancel_pending_here, below.)
-enum class Sharing : std::uint8_t { kOwn, kSerialized, kGated };
+// kGateHeld: kGated's, made by a thread that holds the gate already (finish_cache_change).
+enum class Sharing : std::uint8_t { kOwn, kSerialized, kGated, kGateHeld };
 // The first set a thread defers: at MPI_THREAD_SERIALIZED the thread takes pending_owner, unless
 // another thread's sets are pending (false: then this set is mirrored on the spot, which applies
 // them first). Registers the thread's exit hand-over (pending.cpp) the first time.
@@ -102,8 +103,15 @@ class OwnerGate {
   std::uint8_t found_;
 };
 
+// A deferred set's provenance in a program whose Python frames are read: its call site and
+// Python frames, now (pending.cpp).
+Origin pending_python_origin(const void* site) noexcept;
+// q's pending set (just recorded) takes its Python frames (record_pending, out of line).
+void keep_python_origin_of(QueryCache::Entry& q, const void* site) noexcept;  // (q.pending: its record)
 // defer_set's record of the set in t_state.pending (kShare: the thread level's, above).
-// False: not deferred.
+// False: not deferred. (A program whose Python frames are read shares its pending sets at any
+// thread level, so that kOwn, what a program without Python below MPI_THREAD_SERIALIZED uses,
+// needs no test of FastState::python_sites.)
 template <Sharing kShare>
 [[gnu::always_inline]] inline bool record_pending(QueryCache::Entry& q, std::uint64_t word, const void* site,
                                                   bool replaces) noexcept {
@@ -116,12 +124,14 @@ template <Sharing kShare>
     ps.site = site;
   } else {
     if (p.count == PendingSets::kMax || (p.count == 0 && !claim_pending<kShare>())) return false;
-    p.sets[p.count] = PendingSet{&q, q.word, ++p.clock, site, replaces, q.flag == 0};
+    p.sets[p.count] = PendingSet{&q, q.word, ++p.clock, 0, site, replaces, q.flag == 0};
     q.pending = static_cast<std::uint8_t>(++p.count);
     QueryCache::drop_other_answers(q);
   }
   q.word = word;
   q.flag = 1;
+  // (Once, at the end, under the gate still: what the test keeps live across the record is q.)
+  if (kShare != Sharing::kOwn && __builtin_expect(g_fast.python_sites, 0)) keep_python_origin_of(q, site);
   return true;
 }
 // record_pending at the thread level's Sharing (one test below MPI_THREAD_SERIALIZED, two from it).
@@ -183,13 +193,13 @@ bool announce_cache_change(ObjectKind kind, Handle h) noexcept;
 // hold released (unless the change through the engine took it over).
 void end_cache_change(ObjectKind kind, Handle h) noexcept;
 // The cache's own end of the announced change (`finish`: it defers the replacing set, or cancels
-// the pending pair; at Sharing::kOwn: the gate is held here) with the end of the announcement,
+// the pending pair; at Sharing::kGateHeld: the gate is held here) with the end of the announcement,
 // under one hold of the gate. False, nothing done: deferral ended, or `finish` failed (then the
 // change is made through the engine, and end_cache_change follows).
 template <typename Finish>
 [[gnu::always_inline]] inline bool finish_cache_change(Finish& finish) noexcept {
   const std::uint8_t found = lock_gate();
-  const bool done = found == kGateOpen && finish(std::integral_constant<Sharing, Sharing::kOwn>{});
+  const bool done = found == kGateOpen && finish(std::integral_constant<Sharing, Sharing::kGateHeld>{});
   if (done) g_cache_change.holder = nullptr;
   unlock_gate(found);
   return done;

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "attrcheck/engine.hpp"
 #include "runtime/fast/query_cache.hpp"
 
 namespace attrcheck::rt {
@@ -21,6 +22,9 @@ struct PendingSet {
   QueryCache::Entry* entry = nullptr;
   std::uint64_t before = 0;  // the answer before the first deferred set (the value it replaced)
   std::uint32_t stamp = 0;   // when the last set of the query was made (they apply in this order)
+  // In a program whose Python frames are read (FastState::python_sites): where the last set was
+  // made, with its Python frames (by the time the set is applied they are gone); else 0.
+  Origin origin = 0;
   const void* site = nullptr;  // where the last set was made (its call site)
   bool replaced = false;     // the first deferred set replaced a value with a user delete callback
   bool inserted = false;     // the first deferred set made the attribute (none was set before)

@@ -7,6 +7,7 @@
 #include "runtime/hooks/hook_common.hpp"
 #include "runtime/process/gather.hpp"
 #include "runtime/process/rank_report.hpp"
+#include "runtime/python/python_frames.hpp"
 
 namespace attrcheck::rt {
 
@@ -20,8 +21,18 @@ void started(int provided) {
   // SERIALIZED whichever thread calls next applies them; at MULTIPLE a second thread calling ends
   // deferral (pending.cpp).
   // (Emulate mode defers the sets that run no callback the same way: set_path.hpp.)
+  // In a program whose Python frames are read, a deferred set keeps its Python frames, taken when
+  // it is deferred (by the time it is applied they are gone).
+  python::init();
+  g_fast.python_sites = python::active();
   const bool defer = r.mode == Mode::Shadow || r.mode == Mode::Emulate;
-  g_fast.share_pending = defer && provided >= MPI_THREAD_SERIALIZED;
+  if (python::active() && r.provenance_stacks) {  // keyval provenance: with the Python frames
+    r.provenance_python_stacks = true;
+    r.provenance_stacks = false;
+  }
+  // (A Python program's at any level: record_pending<kOwn> then needs no test of python_sites.
+  // Below SERIALIZED no other thread calls, so sharing them changes nothing but that.)
+  g_fast.share_pending = defer && (provided >= MPI_THREAD_SERIALIZED || g_fast.python_sites);
   g_fast.gate_pending = defer && provided >= MPI_THREAD_MULTIPLE;
   // (At MULTIPLE this thread, the one that started MPI, owns the pending sets while it is the
   // only one calling: pending.cpp.)

@@ -76,6 +76,9 @@ struct alignas(64) FastState {
   bool share_pending = false;
   // MPI_THREAD_MULTIPLE: the owner changes its pending sets under g_pending_gate (pending.cpp).
   bool gate_pending = false;
+  // A program whose Python frames are read (python/python_frames.hpp): a deferred set keeps the
+  // Python frames it was made at, taken when it is deferred (PendingSet::origin).
+  bool python_sites = false;
   // From MPI_THREAD_SERIALIZED, the deferred sets not applied yet, of whichever thread made them
   // (a thread's t_state.pending, or those of a thread that exited), or nullptr; at most one thread's
   // at a time. Below it, always nullptr; at MPI_THREAD_MULTIPLE only an exited thread's (the

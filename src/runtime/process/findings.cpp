@@ -8,6 +8,7 @@
 #include "runtime/process/rank_report.hpp"
 #include "runtime/process/state.hpp"
 #include "runtime/process/thread_state.hpp"
+#include "runtime/python/python_frames.hpp"
 
 namespace attrcheck::rt {
 
@@ -30,7 +31,17 @@ const char* object_name(ObjectKind kind, Handle h) noexcept {
 
 void report(const FindingInput& in) {
   Runtime& r = state();
-  r.findings.record(in);
+  if (python::active() && !in.no_stack && !in.python_frames && r.findings.stack_depth() > 0) {
+    // Made from Python: the thread's Python frames go into the finding's stack (when it holds
+    // the GIL; python_frames.hpp).
+    void* frames[kStackFrames];
+    FindingInput with = in;
+    with.python_depth = python::capture(frames, r.findings.stack_depth());
+    with.python_frames = frames;
+    r.findings.record(with);
+  } else {
+    r.findings.record(in);
+  }
   if (phase() == Phase::Finalized || phase() == Phase::BeforeInit) write_report();
 }
 

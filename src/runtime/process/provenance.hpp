@@ -37,7 +37,13 @@ inline Origin origin_at(const void* site) {
   const SiteCache::Entry& e = SiteCache::slot(site);
   return e.site == site && e.site ? e.origin : SiteCache::miss(site);
 }
+// In a Python program (python::active) the cache is never filled, so every call misses: miss()
+// then gives the call site and the Python frames that led to it (the call site alone is the same
+// extension-module address for every call made from Python), which cannot be cached by site. A
+// program without Python pays nothing for it on a hit.
 inline Origin origin_site(const Call& call) { return origin_at(call.caller); }
+// The call site and the thread's innermost Python frame(s) (python::capture), interned.
+Origin origin_python_site(const void* site);
 // Adds "<what>" with the stack of `origin` to a finding (frames kept in `storage`).
 struct ProvenanceStorage {
   std::vector<void*> frames[kMaxProvenance];

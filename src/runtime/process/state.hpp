@@ -31,6 +31,10 @@ struct Runtime {
   char output_dir[900] = "attrcheck-out";
   bool rank_summary = true;  // each rank prints its own summary (the launcher turns it off)
   bool provenance_stacks = true;  // keyval create / free keep whole stacks (else the call site)
+  // ... with the thread's Python frames: a program whose Python frames are read (set at MPI_Init,
+  // when provenance_stacks is cleared in its favour, so that origin_here's one test of
+  // provenance_stacks is all a program without Python pays).
+  bool provenance_python_stacks = false;
   bool symbolize = true;  // name the report's frames in-process at MPI_Finalize (report/symbolize.hpp)
   std::uint32_t max_keyvals = 0, max_objects = 0;  // testing: lower engine capacities (0: its own)
   // How long a rank takes part in gathering the job's report at MPI_Finalize (gather.hpp); 0: no

@@ -114,6 +114,7 @@ struct KeyScanner {
     } else if (depth == 2 && in_site) {
       if (k == "module") pending = Module;
       else if (k == "offset") pending = Offset;
+      else if (k == "python") whole = true;  // made from Python: its Python frame is part of the key
     }
     return true;
   }
@@ -184,8 +185,13 @@ std::string finding_key(const Json& f) {
   static const Json kEmpty = Json::object();
   const Json* site = member(f, "site");
   const Json& s = site && site->is_object() ? *site : kEmpty;
-  return make_key(value_text(member(f, "rule")), value_text(member(f, "call")), value_text(member(s, "module")),
-                  value_text(member(s, "offset")), text(f, "message"));
+  std::string key = make_key(value_text(member(f, "rule")), value_text(member(f, "call")), value_text(member(s, "module")),
+                             value_text(member(s, "offset")), text(f, "message"));
+  // Every call from Python has the same native site (in the extension module): its innermost
+  // Python frame tells them apart.
+  if (const Json* py = member(s, "python"); py && py->is_object())
+    key += "\x01P" + text(*py, "file") + ":" + value_text(member(*py, "line")).value_or("") + ":" + text(*py, "function");
+  return key;
 }
 
 FindingKey scan_finding(const std::string& path, const std::string& body, std::size_t begin, std::size_t end) {

@@ -69,7 +69,7 @@ std::string junit(const Json& report) {
       const Json* count = member(*f, "count");
       const Json* ranks = member(*f, "ranks");
       body += text(*f, "severity", "None") + " x" + (count ? py_str(*count) : "1") + " ranks " +
-              (ranks ? py_repr(*ranks) : "[]") + spawned + " at " + location(*f) + ": " + text(*f, "message") + "\n";
+              (ranks ? py_repr(*ranks) : "[]") + spawned + " at " + location(report, *f) + ": " + text(*f, "message") + "\n";
     }
     std::string hint;
     for (const Rule& r : rules())

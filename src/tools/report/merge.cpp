@@ -1,4 +1,5 @@
 #include "report/merge.hpp"
+#include "report/outputs.hpp"
 
 #include "report/load.hpp"
 #include "report/symbolize.hpp"
@@ -150,7 +151,7 @@ struct Merger::State {
   std::vector<Entry> entries;
   std::unordered_map<std::string, std::size_t> index;
   // The stacks the findings refer to: each distinct one once (by module and offset, the same in
-  // every rank); renumbered in the result.
+  // every rank; a Python frame by file, line and function); renumbered in the result.
   std::unordered_map<std::string, std::int64_t> depot_ids;
   std::vector<Json> stacks;  // id - 1 -> frames
   // What is past max_findings: counted, by severity, and the keys and sites seen there (bounded).
@@ -166,6 +167,10 @@ struct Merger::State {
     if (!frames.is_array() || frames.empty()) return 0;
     std::string key;
     for (const Json& fr : frames) {
+      if (is_python_frame(fr)) {  // a Python frame: by file, line and function
+        key += "\x02" + text(fr, "file") + '\0' + dump(fr.value("line", Json())) + '\0' + text(fr, "function") + '\x01';
+        continue;
+      }
       key += text(fr, "module");
       key += '\0';
       key += text(fr, "offset");
@@ -202,7 +207,8 @@ struct Merger::State {
     const Json* site = member(f, "site");
     static const Json kEmpty = Json::object();
     const Json& st = site && site->is_object() ? *site : kEmpty;
-    return text(st, "module") + '\0' + text(st, "offset");
+    const Json* py = member(st, "python");
+    return text(st, "module") + '\0' + text(st, "offset") + (py ? '\0' + dump(*py) : std::string());
   }
   void count_more(const std::string& key, const std::string& site, int severity, std::int64_t count,
                   bool counted_elsewhere) {

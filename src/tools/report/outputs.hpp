@@ -13,8 +13,22 @@ namespace attrcheck::reports {
 std::vector<const Json*> at_or_above(const Json& findings, const std::string& threshold);
 // Where a finding is, for people: function (file:line), else symbol, else module+offset.
 std::string location(const Json& finding);
-// A frame for people: function (file:line), else function, else module+offset.
+// Where a finding is, for people, in `report`: the first frame of its stack that is the user's
+// Python code (app.py:12 in make_keyval), else location(finding).
+std::string location(const Json& report, const Json& finding);
+// A frame for people: a Python frame as file:line in function; else function (file:line), else
+// function, else module+offset.
 std::string frame_text(const Json& frame);
+// Python frames (report schema 1.6): {"python": true, "file", "line", "function"}. The user's are
+// those not in mpi4py's package, the import machinery (<frozen ...>) or runpy.
+bool is_python_frame(const Json& frame);
+bool is_user_python_frame(const Json& frame);
+// The first of `frames` that is the user's Python code, or null.
+const Json* user_python_frame(const Json& frames);
+// The user's Python frame a finding was made at (its stack's, else its site's), or null.
+const Json* user_python_site(const Json& report, const Json& finding);
+// What a stack is shown by: its first user's Python frame, else its first frame.
+const Json& first_frame(const Json& frames);
 // The frames of a stack id of report (an empty array if none).
 const Json& stack_frames(const Json& report, const Json* stack_id);
 // The human table: counts, ranks that did not finish, rule, severity, count, ranks, where.

@@ -72,14 +72,16 @@ std::string sarif(const Json& report, const std::string& tool_version) {
       for (const Json& p : *prov) {
         const Json& pf = stack_frames(report, member(p, "stack"));
         if (pf.empty()) continue;
-        Json loc = sarif_location(pf[0]);
+        Json loc = sarif_location(first_frame(pf));
         loc["id"] = related.size();
         loc["message"] = {{"text", value_or(p, "what", "")}};
         related.push_back(std::move(loc));
       }
     }
     if (!related.empty()) result["relatedLocations"] = related;
-    if (truthy(site, "file")) {
+    if (const Json* py = user_python_site(report, f)) {  // made from Python: the user's .py line
+      result["locations"] = Json::array({sarif_location(*py)});
+    } else if (truthy(site, "file")) {
       result["locations"] = Json::array({{{"physicalLocation", {{"artifactLocation", {{"uri", site["file"]}}},
                                                                 {"region", {{"startLine", start_line(site)}}}}},
                                           {"logicalLocations", Json::array({{{"fullyQualifiedName",

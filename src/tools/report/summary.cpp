@@ -71,7 +71,32 @@ std::vector<const Json*> at_or_above(const Json& findings, const std::string& th
   return out;
 }
 
+bool is_python_frame(const Json& frame) { return frame.is_object() && truthy(frame, "python"); }
+
+bool is_user_python_frame(const Json& frame) {
+  if (!is_python_frame(frame)) return false;
+  // mpi4py's own Python code, the import machinery and runpy (python -m) are trimmed, as the MPI
+  // library's own native frames are.
+  const std::string file = text(frame, "file");
+  return file.find("/mpi4py/") == std::string::npos && file.rfind("<frozen ", 0) != 0 &&
+         !ends_with(file, "/runpy.py") && file != "runpy.py";
+}
+
+const Json* user_python_frame(const Json& frames) {
+  if (!frames.is_array()) return nullptr;
+  for (const Json& frame : frames)
+    if (is_user_python_frame(frame)) return &frame;
+  return nullptr;
+}
+
+const Json& first_frame(const Json& frames) {
+  if (const Json* py = user_python_frame(frames)) return *py;
+  return frames.is_array() && !frames.empty() ? frames[0] : kEmptyObject;
+}
+
 std::string frame_text(const Json& frame) {
+  if (is_python_frame(frame))  // app.py:12 in make_keyval
+    return basename(text(frame, "file")) + ":" + value_text(frame, "line", "0") + " in " + text(frame, "function", "?");
   if (truthy(frame, "file"))
     return (truthy(frame, "function") ? text(frame, "function") : "?") + " (" + basename(text(frame, "file")) + ":" +
            value_text(frame, "line", "0") + ")";
@@ -101,6 +126,17 @@ std::string location(const Json& f) {
   std::string module = basename(text(site, "module"));
   if (module.empty()) module = "?";
   return module + "+" + value_text(site, "offset", "?");
+}
+
+const Json* user_python_site(const Json& report, const Json& finding) {
+  if (const Json* py = user_python_frame(stack_frames(report, member(finding, "stack")))) return py;
+  const Json* py = member(object_at(finding, "site"), "python");
+  return py && is_user_python_frame(*py) ? py : nullptr;
+}
+
+std::string location(const Json& report, const Json& finding) {
+  if (const Json* py = user_python_site(report, finding)) return frame_text(*py);
+  return location(finding);
 }
 
 std::string summary_text(const Json& report) {
@@ -175,7 +211,7 @@ std::string summary_text(const Json& report) {
     std::vector<std::vector<std::string>> rows = {{"severity", "rule", "count", "ranks", "where", "message"}};
     for (const Json& f : findings)
       rows.push_back({text(f, "severity", "?"), text(f, "rule", "?"), value_text(f, "count", "1"), ranks_text(f),
-                      location(f), text(f, "message")});
+                      location(report, f), text(f, "message")});
     std::size_t widths[5] = {0, 0, 0, 0, 0};
     for (const auto& r : rows)
       for (int i = 0; i < 5; ++i) widths[i] = std::max(widths[i], r[i].size());
@@ -191,10 +227,10 @@ std::string summary_text(const Json& report) {
     if (!truthy(f, "provenance") || !f["provenance"].is_array()) continue;
     if (!header) lines.push_back("provenance:");
     header = true;
-    lines.push_back("  " + value_text(f, "rule", "None") + " at " + location(f) + ":");
+    lines.push_back("  " + value_text(f, "rule", "None") + " at " + location(report, f) + ":");
     for (const Json& p : f["provenance"]) {
       const Json& frames = stack_frames(report, member(p, "stack"));
-      lines.push_back("    " + value_text(p, "what", "None") + " at " + (frames.empty() ? "?" : frame_text(frames[0])));
+      lines.push_back("    " + value_text(p, "what", "None") + " at " + (frames.empty() ? "?" : frame_text(first_frame(frames))));
     }
   }
   std::string out;

@@ -1,0 +1,211 @@
+// The calling thread's Python frames through CPython's C API (python_frames.hpp); what differs
+// between versions is in python_profile.hpp.
+#include "runtime/python/python_frames.hpp"
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "report/python_frames.hpp"
+#include "runtime/python/python_profile.hpp"
+
+namespace attrcheck::rt::python {
+
+namespace {
+using Obj = void;  // a PyObject*, never looked into
+struct Api {
+  const PythonVersion* version;
+  void* (*thread_state)();       // PythonVersion::thread_state
+  void* (*this_thread_state)();  // PyGILState_GetThisThreadState (GilCheck::HolderIsThisThread)
+  int (*is_initialized)();
+  Obj* (*get_frame)(void*);  // PyThreadState_GetFrame: new reference
+  Obj* (*frame_back)(Obj*);  // PyFrame_GetBack: new reference
+  Obj* (*frame_code)(Obj*);  // PyFrame_GetCode: new reference
+  int (*frame_lasti)(Obj*);
+  int (*frame_line)(Obj*);
+  void (*incref)(Obj*);
+  void (*decref)(Obj*);
+  Obj* (*getattr)(Obj*, const char*);
+  const char* (*utf8)(Obj*);
+  Obj* (*err_occurred)();
+  void (*err_clear)();
+  void (*err_fetch)(Obj**, Obj**, Obj**);
+  void (*err_restore)(Obj*, Obj*, Obj*);
+  int (*gc_disable)();
+  int (*gc_enable)();
+};
+Api g_api;
+char g_version[16] = "";
+
+template <typename Fn>
+bool find(Fn& fn, const char* name) noexcept {
+  fn = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, name));
+  return fn != nullptr;
+}
+
+// The executable segment of the module holding `address`: the interpreter's machine code.
+struct Segment {
+  std::uintptr_t address, begin = 0, end = 0;
+};
+int find_segment(dl_phdr_info* info, std::size_t, void* data) noexcept {
+  auto* s = static_cast<Segment*>(data);
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+    const std::uintptr_t begin = info->dlpi_addr + ph.p_vaddr;
+    if (s->address >= begin && s->address < begin + ph.p_memsz) {
+      s->begin = begin;
+      s->end = begin + ph.p_memsz;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+bool resolve(Api& a) noexcept {
+  const auto* hex = static_cast<const unsigned long*>(dlsym(RTLD_DEFAULT, "Py_Version"));  // 3.11 on
+  if (!hex) return false;
+  const int major = static_cast<int>((*hex >> 24) & 0xff), minor = static_cast<int>((*hex >> 16) & 0xff);
+  a.version = nullptr;
+  for (const PythonVersion& v : kPythonVersions)
+    if (v.major == major && v.minor == minor) a.version = &v;
+  if (!a.version) return false;  // a version not checked: no frames rather than a guess
+  if (!find(a.thread_state, a.version->thread_state)) return false;
+  if (a.version->gil == GilCheck::HolderIsThisThread && !find(a.this_thread_state, "PyGILState_GetThisThreadState"))
+    return false;
+  if (!find(a.is_initialized, "Py_IsInitialized") || !find(a.get_frame, "PyThreadState_GetFrame") ||
+      !find(a.frame_back, "PyFrame_GetBack") || !find(a.frame_code, "PyFrame_GetCode") ||
+      !find(a.frame_lasti, "PyFrame_GetLasti") || !find(a.frame_line, "PyFrame_GetLineNumber") ||
+      !find(a.incref, "Py_IncRef") || !find(a.decref, "Py_DecRef") || !find(a.getattr, "PyObject_GetAttrString") ||
+      !find(a.utf8, "PyUnicode_AsUTF8") || !find(a.err_occurred, "PyErr_Occurred") ||
+      !find(a.err_clear, "PyErr_Clear") || !find(a.err_fetch, "PyErr_Fetch") || !find(a.err_restore, "PyErr_Restore") ||
+      !find(a.gc_disable, "PyGC_Disable") || !find(a.gc_enable, "PyGC_Enable"))
+    return false;
+  // Where the interpreter's own machine code is: a stack's Python frames go before its first
+  // native frame in there (merge_python_frames).
+  Segment s{reinterpret_cast<std::uintptr_t>(dlsym(RTLD_DEFAULT, "PyEval_EvalCode"))};
+  if (!s.address || !dl_iterate_phdr(find_segment, &s)) return false;
+  set_python_interpreter_range(reinterpret_cast<const void*>(s.begin), reinterpret_cast<const void*>(s.end));
+  std::snprintf(g_version, sizeof g_version, "%d.%d", major, minor);
+  return true;
+}
+
+// Whether this thread holds the GIL, and its thread state (python_profile.hpp, GilCheck).
+void* held_state(const Api& a) noexcept {
+  if (!a.is_initialized()) return nullptr;
+  void* state = a.thread_state();
+  if (!state) return nullptr;
+  if (a.version->gil == GilCheck::HolderIsThisThread && state != a.this_thread_state()) return nullptr;
+  return state;
+}
+
+// Each code object's file and function (co_filename, co_qualname), read once; the code objects
+// met are kept (a reference each), so that a code object's address names it for the process's
+// lifetime and the per-thread memory below can never name a newer one at a reused address.
+// A frame is (code, line): each distinct one has its python_frames.hpp id. Guarded by g_mu (and
+// the GIL: only a thread holding it gets here).
+struct CodeText {
+  std::string file, function;
+};
+std::mutex g_mu;
+std::unordered_map<const Obj*, CodeText>* g_codes = nullptr;
+std::map<std::pair<const Obj*, int>, void*>* g_frames = nullptr;  // (code, line) -> tagged word
+
+std::string text_of(const Api& a, Obj* code, const char* attribute) {
+  Obj* s = a.getattr(code, attribute);
+  if (!s) return {};
+  const char* utf8 = a.utf8(s);
+  std::string out = utf8 ? utf8 : "";
+  a.decref(s);
+  return out;
+}
+
+// The tagged word of `frame` (code object `code`), found or made. Null if it cannot be (memory).
+void* word_of(const Api& a, Obj* frame, Obj* code) noexcept {
+  try {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (!g_codes) g_codes = new std::unordered_map<const Obj*, CodeText>, g_frames = new std::map<std::pair<const Obj*, int>, void*>;
+    auto it = g_codes->find(code);
+    if (it == g_codes->end()) {
+      CodeText t{text_of(a, code, "co_filename"), text_of(a, code, "co_qualname")};
+      if (t.function.empty()) t.function = text_of(a, code, "co_name");
+      it = g_codes->emplace(code, std::move(t)).first;
+      a.incref(code);  // kept: see above
+    }
+    const int line = a.frame_line(frame);
+    void*& word = (*g_frames)[{code, line}];
+    if (!word) word = python_frame_word(python_frame_add(it->second.file.c_str(), it->second.function.c_str(), line));
+    return word;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+// This thread's last frames: (code, instruction offset) -> tagged word, direct-mapped. An entry
+// names a code object g_codes keeps, so its address cannot be reused meanwhile.
+struct Recent {
+  const Obj* code;
+  int lasti;
+  void* word;
+};
+constexpr int kRecent = 64;
+__thread Recent t_recent[kRecent];
+}  // namespace
+
+const Interpreter* g_interpreter = nullptr;
+
+void init() noexcept {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char* env = std::getenv("ATTRCHECK_PYTHON_FRAMES");
+    if (env && !std::strcmp(env, "0")) return;
+    if (resolve(g_api)) g_interpreter = reinterpret_cast<const Interpreter*>(&g_api);
+  });
+}
+
+const char* version() noexcept { return g_interpreter ? g_version : ""; }
+
+int capture(void** out, int max) noexcept {
+  if (!g_interpreter || max <= 0) return 0;
+  const Api& a = g_api;
+  void* state = held_state(a);
+  if (!state) return 0;
+  // The thread's exception, if one is set, is put back as it was; anything our calls might set (a
+  // frame object not made for want of memory: the only way they fail) is cleared.
+  Obj *type = nullptr, *value = nullptr, *traceback = nullptr;
+  const bool raised = a.err_occurred() != nullptr;
+  if (raised) a.err_fetch(&type, &value, &traceback);
+  const int collecting = a.gc_disable();  // python_profile.hpp: frame objects made may collect
+  int n = 0;
+  for (Obj* frame = a.get_frame(state); frame;) {
+    if (n < max) {
+      Obj* code = a.frame_code(frame);
+      const int lasti = a.frame_lasti(frame);
+      const auto h = (reinterpret_cast<std::uintptr_t>(code) ^ (static_cast<std::uintptr_t>(lasti) << 20)) *
+                     0x9E3779B97F4A7C15ULL;
+      Recent& r = t_recent[h >> 58];
+      static_assert(kRecent == 64, "the top 6 bits pick the entry");
+      void* word = r.code == code && r.lasti == lasti ? r.word : nullptr;
+      if (!word && code && (word = word_of(a, frame, code))) r = Recent{code, lasti, word};
+      if (code) a.decref(code);
+      if (word) out[n++] = word;
+    }
+    Obj* back = n < max ? a.frame_back(frame) : nullptr;
+    a.decref(frame);
+    frame = back;
+  }
+  if (collecting) a.gc_enable();
+  if (raised) a.err_restore(type, value, traceback);
+  else if (a.err_occurred()) a.err_clear();
+  return n;
+}
+
+}  // namespace attrcheck::rt::python

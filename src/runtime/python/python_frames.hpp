@@ -1,0 +1,27 @@
+// The calling thread's Python frames, for the stacks attrcheck records (report/python_frames.hpp
+// says how they travel in a stack). The interpreter's C API is found at run time with
+// dlsym(RTLD_DEFAULT), never linked: a program without Python pays one pointer test (active()).
+// Not a public header.
+#pragma once
+
+namespace attrcheck::rt::python {
+
+struct Interpreter;
+// The Python this process runs, once found at MPI_Init (init); null in a program without one, with
+// a version python_profile.hpp does not list, or with ATTRCHECK_PYTHON_FRAMES=0.
+[[gnu::visibility("hidden")]] extern const Interpreter* g_interpreter;
+inline bool active() noexcept { return g_interpreter != nullptr; }
+
+// Looks for the interpreter's C API in the process (at MPI_Init: an mpi4py program has imported
+// its MPI module, so the interpreter is there). Once; later calls do nothing.
+void init() noexcept;
+// The Python version found ("3.11"), or "" when none is read.
+const char* version() noexcept;
+
+// This thread's Python frames, innermost first, as tagged words (python_frame_word), at most
+// `max`. 0 when the thread holds no GIL (a call made from C with the GIL released, a thread
+// Python never ran on) or no Python is read. Leaves the thread's Python exception state as it
+// found it. Normal path only (takes the GIL holder's locks: never from a signal handler).
+int capture(void** out, int max) noexcept;
+
+}  // namespace attrcheck::rt::python

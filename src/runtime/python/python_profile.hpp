@@ -1,0 +1,50 @@
+// What differs between the Python versions whose frames attrcheck reads, in one table (as
+// src/runtime/profile/ is for MPI libraries). Every entry was checked against that version's
+// CPython sources and its exported symbols (nm -D /usr/bin/python3.X). A version not listed gets
+// no Python frames: attrcheck does not guess how to tell whether a thread holds the GIL.
+//
+// Common to all listed versions (the C API since 3.9/3.11, exported by the interpreter):
+//   PyThreadState_GetFrame, PyFrame_GetBack, PyFrame_GetCode (new references),
+//   PyFrame_GetLasti (3.11), PyFrame_GetLineNumber, PyObject_GetAttrString (co_filename,
+//   co_qualname: 3.11), PyUnicode_AsUTF8, PyErr_Occurred / PyErr_Clear / PyErr_Fetch /
+//   PyErr_Restore (deprecated in 3.12, still exported in 3.13), PyGC_Disable /
+//   PyGC_Enable (3.10), Py_IncRef / Py_DecRef, Py_IsInitialized, Py_Version (3.11).
+// Not all of these are in the limited API: PyFrame_GetBack and PyFrame_GetLasti are in CPython's
+// cpython/ headers, and so are both versions' thread-state getters below (3.11's is private); all
+// are exported functions, called with the signatures both versions' headers give them, and no
+// struct of the interpreter is read. That is why a version is read only once it is listed here.
+// Frame objects: PyThreadState_GetFrame and PyFrame_GetBack make a frame object for an
+// interpreter frame that has none yet (3.11 on). That allocation may collect garbage: 3.11 then
+// collects at once (_PyObject_GC_Link), running finalizers that may call MPI inside the hook, so
+// the walk runs with the collector disabled (and restored); 3.13 only schedules a collection.
+#pragma once
+
+namespace attrcheck::rt::python {
+
+// How a thread is known to hold the GIL (its frames are then its own to read).
+enum class GilCheck {
+  // 3.11: _PyThreadState_UncheckedGet() is the thread state of whoever holds the GIL (a
+  // process-wide value, _PyRuntime.gilstate.tstate_current; null while nobody does); this thread
+  // holds it iff that is this thread's own state, PyGILState_GetThisThreadState() (null for a
+  // thread Python never saw, and once the interpreter is finalized). PyGILState_Check alone is
+  // not enough: it answers 1 whenever its checks are off (a subinterpreter was made) or its TSS
+  // key is gone (before initialization, after finalization).
+  HolderIsThisThread,
+  // 3.13: PyThreadState_GetUnchecked() is this thread's attached thread state (a thread-local,
+  // null while the thread is detached, i.e. has released the GIL); attached means it holds the
+  // GIL (or, free-threaded, may run Python): its frames are its own.
+  AttachedState,
+};
+
+struct PythonVersion {
+  int major, minor;
+  GilCheck gil;
+  const char* thread_state;  // the function giving the thread state GilCheck reads
+};
+
+inline constexpr PythonVersion kPythonVersions[] = {
+    {3, 11, GilCheck::HolderIsThisThread, "_PyThreadState_UncheckedGet"},
+    {3, 13, GilCheck::AttachedState, "PyThreadState_GetUnchecked"},
+};
+
+}  // namespace attrcheck::rt::python
