@@ -49,6 +49,23 @@ class HtmlReportTest(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr[-2000:])
         return p.stdout
 
+    def view_of(self, source, name, fragment=""):
+        """The DOM of the page attrcheck-report makes of `source` (a report or a run directory)."""
+        page = os.path.join(self.dir, name + ".html")
+        subprocess.run([TOOL, "html", source, "-o", page, "--force"], check=True, capture_output=True, timeout=120)
+        saved, self.page = self.page, page
+        try:
+            return self.view(fragment)
+        finally:
+            self.page = saved
+
+    def write_json(self, report, name):
+        import json
+        path = os.path.join(self.dir, name + ".json")
+        with open(path, "w") as f:
+            json.dump(report, f)
+        return path
+
     def rows(self, dom):
         return re.findall(r'<tr class="finding" data-rule="([^"]+)"', dom)
 
@@ -71,17 +88,11 @@ class HtmlReportTest(unittest.TestCase):
         run_dir = os.path.join(self.dir, "run4")
         subprocess.run([LAUNCHER, "--output", run_dir, "--fail-on", "never", "--", *MPI.mpiexec(4, DEMO)],
                        env=ENV, capture_output=True, timeout=120, check=True)
-        page = os.path.join(self.dir, "report4.html")
-        subprocess.run([TOOL, "html", run_dir, "-o", page], check=True, capture_output=True, timeout=120)
-        self.page, page = page, self.page
-        try:
-            dom = self.view()
-            self.assertIn("4 rank report(s)", dom)
-            self.assertIn("0-3", dom)
-            self.assertEqual(len(self.rows(self.view("rank=2"))), FINDINGS)
-            self.assertIn('<option value="3">rank 3</option>', dom)
-        finally:
-            self.page = page
+        dom = self.view_of(run_dir, "report4")
+        self.assertIn("4 rank report(s)", dom)
+        self.assertIn("0-3", dom)
+        self.assertEqual(len(self.rows(self.view_of(run_dir, "report4", "rank=2"))), FINDINGS)
+        self.assertIn('<option value="3">rank 3</option>', dom)
 
     def test_expanded_finding_shows_stacks_and_provenance(self):
         dom = self.view("rule=keyval.double-free&open=all")
@@ -106,16 +117,7 @@ class HtmlReportTest(unittest.TestCase):
         frames[1:1] = [{"python": True, "file": "/usr/lib/python3/dist-packages/mpi4py/util/pkl5.py", "line": 3,
                         "function": "wrapper"},
                        {"python": True, "file": "/home/u/app.py", "line": 46, "function": "double_free"}]
-        python_json = os.path.join(self.dir, "python.json")
-        with open(python_json, "w") as f:
-            json.dump(report, f)
-        page = os.path.join(self.dir, "python.html")
-        subprocess.run([TOOL, "html", python_json, "-o", page], check=True, capture_output=True, timeout=120)
-        saved, self.page = self.page, page
-        try:
-            dom = self.view("rule=keyval.double-free&open=all")
-        finally:
-            self.page = saved
+        dom = self.view_of(self.write_json(report, "python"), "python", "rule=keyval.double-free&open=all")
         row = dom.split('data-rule="keyval.double-free"')[1].split("</tr>")[0]
         self.assertIn("app.py:46 in double_free", row)
         self.assertIn("<li>app.py:46 in double_free [Python]</li>", dom)
@@ -126,16 +128,7 @@ class HtmlReportTest(unittest.TestCase):
         with open(os.path.join(self.dir, "run", "report.json")) as f:
             report = json.load(f)
         report["findings"][0]["message"] = '</script><script>document.title="pwned"</script><b>bold</b>'
-        hostile = os.path.join(self.dir, "hostile.json")
-        with open(hostile, "w") as f:
-            json.dump(report, f)
-        page = os.path.join(self.dir, "hostile.html")
-        subprocess.run([TOOL, "html", hostile, "-o", page], check=True, capture_output=True, timeout=120)
-        saved, self.page = self.page, page
-        try:
-            dom = self.view()
-        finally:
-            self.page = saved
+        dom = self.view_of(self.write_json(report, "hostile"), "hostile")
         self.assertIn("<title>attrcheck report</title>", dom)
         self.assertNotIn('document.title="pwned"</script><b>', dom.split("<tbody")[1].split("</tbody>")[0])
         self.assertIn("&lt;/script&gt;&lt;script&gt;", dom)  # shown as text
