@@ -391,11 +391,9 @@ void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcep
   }
   // A new finding: one writer at a time. A signal handler must not wait (the interrupted code may
   // hold the flag), so it gives up instead.
-  for (unsigned spins = 0; busy_.exchange(true, std::memory_order_acquire); ++spins) {
-    if (signal_safe || spins > 1000000) {
-      dropped_.fetch_add(1, std::memory_order_relaxed);
-      return;
-    }
+  if (!take_writer(signal_safe ? 0 : 1000000)) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return;
   }
   const std::size_t slot = used_.load(std::memory_order_relaxed);
   if (slot >= kCapacity || !entries_) {
@@ -480,9 +478,15 @@ void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcep
   busy_.store(false, std::memory_order_release);
 }
 
+bool FindingStore::take_writer(unsigned spins) noexcept {
+  for (unsigned tried = 0; busy_.exchange(true, std::memory_order_acquire); ++tried)
+    if (tried >= spins) return false;
+  return true;
+}
+
 void FindingStore::mark_gathered() noexcept {
-  for (unsigned spins = 0; busy_.exchange(true, std::memory_order_acquire); ++spins)
-    if (spins > 1000000) break;  // (a writer stuck in a signal handler: marked all the same)
+  // (A writer stuck in a signal handler: marked all the same.)
+  const bool taken = take_writer(1000000);
   const std::size_t n = size();
   for (std::size_t i = 0; i < n; ++i) {
     Finding& f = entries_[i];
@@ -490,14 +494,13 @@ void FindingStore::mark_gathered() noexcept {
   }
   if (Journal* j = journal_.load(std::memory_order_acquire)) j->mark_gathered(n);
   version_.fetch_add(1, std::memory_order_release);
-  busy_.store(false, std::memory_order_release);
+  if (taken) busy_.store(false, std::memory_order_release);
 }
 
 void FindingStore::release_journal() noexcept {
   Journal* j = journal_.load(std::memory_order_acquire);
   if (!j) return;
-  for (unsigned spins = 0; busy_.exchange(true, std::memory_order_acquire); ++spins)
-    if (spins > 1000000) return;
+  if (!take_writer(1000000)) return;
   j->hold(false);
   if (!j->active())
     for (std::size_t i = 0, n = size(); i < n; ++i) j->append(*this, i);
@@ -860,14 +863,13 @@ bool Journal::start(const char* path, const RunInfo& run, FindingStore& store, b
   failed_ = false;
   store.set_journal(this);
   if (!now || store.size() == 0) return true;  // created by the next finding
-  // Findings recorded already: the file now. (One recorded meanwhile is appended twice: the merge
-  // keeps one line per seq.)
-  if (!open_file(store)) return false;
-  for (std::size_t i = 0; i < store.size(); ++i) append(store, i);
-  return true;
+  // Findings recorded already: the file now, as their last one would make it. (One recorded
+  // meanwhile is appended twice: the merge keeps one line per seq.)
+  append(store, store.size() - 1);
+  return active();
 }
 
-bool Journal::open_file(const FindingStore&) noexcept {
+bool Journal::open_file() noexcept {
   if (fd_.load(std::memory_order_acquire) >= 0) return true;
   if (failed_ || !path_[0] || !run_) return false;
   ::unlink(path_);  // O_EXCL after unlink: never append through a symlink planted there
@@ -889,7 +891,7 @@ void Journal::append(const FindingStore& store, std::size_t index) noexcept {
   if (fd_.load(std::memory_order_acquire) < 0) {
     if (held_.load(std::memory_order_acquire)) return;
     // The first finding: the file, with the header and every finding before this one.
-    if (!open_file(store)) return;
+    if (!open_file()) return;
     for (std::size_t i = 0; i < index && i < store.size(); ++i) append(store, i);
   }
   const int fd = fd_.load(std::memory_order_acquire);

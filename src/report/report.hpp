@@ -213,6 +213,8 @@ class FindingStore {
 
  private:
   void record_impl(const FindingInput& in, bool signal_safe) noexcept;
+  // Takes the writer flag (busy_), giving up after `spins` tries; true if taken.
+  bool take_writer(unsigned spins) noexcept;
   std::atomic<Journal*> journal_{nullptr};
   std::atomic<const SymbolTable*> symbols_{nullptr};
 
@@ -319,7 +321,7 @@ class Journal {
   void hold(bool held) noexcept { held_.store(held, std::memory_order_release); }
 
  private:
-  bool open_file(const FindingStore& store) noexcept;  // under the store's writer flag
+  bool open_file() noexcept;  // under the store's writer flag
   std::atomic<int> fd_{-1};
   const RunInfo* run_ = nullptr;
   bool failed_ = false;

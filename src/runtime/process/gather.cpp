@@ -115,9 +115,8 @@ bool render_own(const Runtime& r, std::string* out) {
   return ok;
 }
 
-// One stage of the tree: receives the children's merged findings (those that arrive before
-// `deadline`), merges them with `mine`, and sends the result to the parent. `received` gets the
-// children that were merged; false if the parent did not take the result.
+// One stage of the tree (within the node, or among the nodes) as this rank takes part in it:
+// receives its children's findings before the deadline, sends up, hears and hands on verdicts.
 class Level {
  public:
   Level(MPI_Comm comm, double deadline, double verdict_deadline)
@@ -129,7 +128,6 @@ class Level {
   }
   bool root() const noexcept { return tree_.parent < 0; }
   bool leaf() const noexcept { return tree_.children.empty(); }
-  const std::vector<int>& received() const noexcept { return received_; }
   // What the subtree sent up the tree so far: bytes in all, the largest message.
   std::uint64_t bytes = 0, largest = 0;
   void count_sent(const reports::Json& doc, std::uint64_t size) {
@@ -154,10 +152,10 @@ class Level {
         MPI_Status st;
         if (PMPI_Iprobe(tree_.children[i], kTagFindings, comm_, &flag, &st) != MPI_SUCCESS) return;
         if (!flag) continue;
-        int bytes = 0;
-        if (PMPI_Get_count(&st, MPI_CHAR, &bytes) != MPI_SUCCESS || bytes < 0) return;
-        std::string text(static_cast<std::size_t>(bytes), '\0');
-        if (PMPI_Recv(text.data(), bytes, MPI_CHAR, tree_.children[i], kTagFindings, comm_, MPI_STATUS_IGNORE) !=
+        int size = 0;
+        if (PMPI_Get_count(&st, MPI_CHAR, &size) != MPI_SUCCESS || size < 0) return;
+        std::string text(static_cast<std::size_t>(size), '\0');
+        if (PMPI_Recv(text.data(), size, MPI_CHAR, tree_.children[i], kTagFindings, comm_, MPI_STATUS_IGNORE) !=
             MPI_SUCCESS)
           return;
         done[i] = true;
@@ -325,8 +323,8 @@ bool gather(Runtime& r) {
   // Every wait ends by `deadline`; a child waits for its verdict longer than its parent waits for
   // its own children (the parent's wait began no earlier than the child's, as a rule).
   const double timeout = static_cast<double>(r.gather_timeout_ms) / 1000.0;
-  const double deadline = now() + timeout, verdict_deadline = deadline + timeout;
-  g_hold_until = now() + kHoldSeconds;
+  const double start = now(), deadline = start + timeout, verdict_deadline = deadline + timeout;
+  g_hold_until = start + kHoldSeconds;
   // What this rank hands to the gather, as its findings remember it (gathered_count): whether or
   // not the job's report ends up holding it, a report this rank writes later says it, and the
   // merge knows from the job's report which ranks it holds.
@@ -367,7 +365,7 @@ bool gather(Runtime& r) {
                        {"spawned", r.run.spawned},
                        {"bytes_sent", bytes},
                        {"largest_message", largest},
-                       {"seconds", now() - (deadline - static_cast<double>(r.gather_timeout_ms) / 1000.0)}};
+                       {"seconds", now() - start}};
     try {
       in_report = write_job_report(job_report_path(r), doc);
     } catch (const std::exception& e) {

@@ -58,23 +58,14 @@ struct RankSet {
     runs.emplace(lo, hi);
   }
   void add(const Json* r) {
-    if (is_int(r)) return add_run(r->get<std::int64_t>(), r->get<std::int64_t>());
-    bool run = false;
-    if (r != nullptr && r->is_array()) {
-      Json one = Json::array({*r});
-      for_each_rank_range(one, [&](std::int64_t lo, std::int64_t hi) {
-        add_run(lo, hi);
-        run = true;
-      });
-    }
-    if (!run) none = true;
+    std::int64_t lo = 0, hi = 0;
+    if (r != nullptr && rank_run(*r, &lo, &hi)) add_run(lo, hi);
+    else none = true;
   }
   void add_all(const Json& ranks) {
     if (!ranks.is_array()) return;
     for (const Json& r : ranks) add(&r);
   }
-  bool empty() const { return runs.empty() && !none; }
-  std::int64_t lowest() const { return runs.empty() ? INT64_MAX : runs.begin()->first; }
   Json sorted() const {
     Json out = Json::array();
     for (const auto& [lo, hi] : runs) {
@@ -319,18 +310,19 @@ void Merger::add(const std::string& path, const Json& data, LazyStacks* lazy, co
         s_->ranks.push_back(std::move(entry));
       }
     }
+    // A rank report's findings all come from its rank; a merged report's from their lowest ranks.
+    const Origin here{job.empty() ? 0 : 1, job, is_int(rank) ? rank->get<std::int64_t>() : INT64_MAX};
+    auto lowest = [](const Json* ranks) {
+      std::int64_t low = INT64_MAX;
+      if (ranks) for_each_rank_range(*ranks, [&low](std::int64_t lo, std::int64_t) { low = std::min(low, lo); });
+      return low;
+    };
     auto origin_of = [&](const Json& f) -> Origin {
-      if (!merged_input) return {job.empty() ? 0 : 1, job, is_int(rank) ? rank->get<std::int64_t>() : INT64_MAX};
-      RankSet main;
-      if (const Json* r = member(f, "ranks")) main.add_all(*r);
-      if (!main.runs.empty()) return {0, "", main.lowest()};
+      if (!merged_input) return here;
+      if (const std::int64_t low = lowest(member(f, "ranks")); low != INT64_MAX) return {0, "", low};
       Origin best{1, "", INT64_MAX};
       if (const Json* sp = member(f, "spawned_ranks"); sp && sp->is_array())
-        for (const Json& x : *sp) {
-          RankSet set;
-          if (const Json* rs = member(x, "ranks")) set.add_all(*rs);
-          best = std::min(best, Origin{1, text(x, "job"), set.lowest()});
-        }
+        for (const Json& x : *sp) best = std::min(best, Origin{1, text(x, "job"), lowest(member(x, "ranks"))});
       return best;
     };
     auto fold = [&](const Json* whole, const std::string& key, std::int64_t count, const Json& f_for_ranks) {
@@ -380,7 +372,6 @@ void Merger::add(const std::string& path, const Json& data, LazyStacks* lazy, co
       // A rank report read quickly: a finding's text is parsed only when it is a new one, or
       // when the rank's is the text to keep (a lower rank than the one kept).
       static const Json kNoRanks = Json::object();
-      const Origin here{job.empty() ? 0 : 1, job, is_int(rank) ? rank->get<std::int64_t>() : INT64_MAX};
       for (const FindingKey& k : *keys) {
         if (k.whole || covered) {
           Json f = lazy->parse_range(k.begin, k.end);

@@ -88,17 +88,24 @@ bool complete(const Json& merged);
 
 // A finding's "ranks" as the merged report writes them: rank numbers, [first, last] for three or
 // more consecutive ones, null for a rank nobody knows. Calls f(first, last) for each run of ranks.
+// One item of such a list as a run: a rank number as [n, n], [first, last] as is; false for
+// anything else (null, a malformed item).
+inline bool rank_run(const Json& item, std::int64_t* first, std::int64_t* last) {
+  if (is_int(&item)) {
+    *first = *last = item.get<std::int64_t>();
+    return true;
+  }
+  if (!item.is_array() || item.size() != 2 || !is_int(&item[0]) || !is_int(&item[1])) return false;
+  *first = item[0].get<std::int64_t>();
+  *last = item[1].get<std::int64_t>();
+  return *first <= *last;
+}
 template <typename F>
 void for_each_rank_range(const Json& ranks, F&& f) {
   if (!ranks.is_array()) return;
-  for (const Json& r : ranks) {
-    if (is_int(&r)) {
-      f(r.get<std::int64_t>(), r.get<std::int64_t>());
-    } else if (r.is_array() && r.size() == 2 && is_int(&r[0]) && is_int(&r[1]) &&
-               r[0].get<std::int64_t>() <= r[1].get<std::int64_t>()) {
-      f(r[0].get<std::int64_t>(), r[1].get<std::int64_t>());
-    }
-  }
+  std::int64_t lo = 0, hi = 0;
+  for (const Json& r : ranks)
+    if (rank_run(r, &lo, &hi)) f(lo, hi);
 }
 bool has_rank(const Json& ranks, std::int64_t rank);
 // The ranks an entry of the merged report's "ranks" stands for: 1, or those of its "ranks".
