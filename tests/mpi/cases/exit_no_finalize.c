@@ -2,11 +2,14 @@
 // expect: keyval.double-free
 // clean
 // exit: without-finalize
+// expect-processes: 2
+// expect-everywhere: keyval.double-free
 /* The report is written when the program exits without MPI_Finalize: an erroneous call (a keyval
  * freed twice), then exit(0) on every rank. Open MPI's mpirun treats a process that exits without
  * calling MPI_Finalize as an abnormal termination and itself exits with status 1, although each
- * process returned 0; MPICH's Hydra exits with 0: hence "exit: without-finalize" (the library
- * profile's exit_without_finalize). */
+ * process returned 0; MPICH's Hydra kills the other ranks when one exits without MPI_Finalize and
+ * exits with 0 or, now and then, 1, natively too: hence "exit: without-finalize" (the library
+ * profile's exit_without_finalize). Either way every rank's finding is in the report. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
