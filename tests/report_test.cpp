@@ -4,11 +4,14 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <climits>
 #include <cstdlib>
 #include <exception>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -147,6 +150,54 @@ TEST(Report, RendersValidJsonWithEscapedText) {
   EXPECT_EQ(f["site"]["symbol"], "main+0x10");
 }
 
+TEST(Report, EachDistinctStackIsWrittenOnceUnderItsFirstPosition) {
+  // 300 findings (distinct keyvals, one call site: one own stack), each with a provenance stack
+  // that is one of 7, some of them prefixes of others. A stack's id is the position, in the
+  // order findings and their stacks are written, of its first occurrence; the depot holds each
+  // distinct stack once, under that id.
+  void* libc[] = {dlsym(RTLD_DEFAULT, "strlen"), dlsym(RTLD_DEFAULT, "memcpy"), dlsym(RTLD_DEFAULT, "memmove"),
+                  dlsym(RTLD_DEFAULT, "qsort")};
+  for (void* p : libc) ASSERT_NE(p, nullptr);
+  std::vector<std::vector<const void*>> stacks;
+  for (int depth = 1; depth <= 4; ++depth) stacks.push_back(std::vector<const void*>(libc, libc + depth));
+  for (int start = 1; start < 4; ++start) stacks.push_back(std::vector<const void*>(libc + start, libc + 4));
+  FindingStore store;
+  int site;
+  for (int i = 0; i < 300; ++i) {
+    FindingInput in = input(Rule::KeyvalLeak, &site, i);
+    const std::vector<const void*>& frames = stacks[(i * 5) % stacks.size()];
+    in.provenance[0] = ProvenanceInput{"keyval created", frames.data(), static_cast<int>(frames.size())};
+    in.provenance_count = 1;
+    store.record(in);
+  }
+  ASSERT_EQ(store.size(), 300u);
+  const nlohmann::json j = render(RunInfo{}, store);
+  std::map<int, std::vector<std::string>> depot;  // id -> its frames' addresses
+  for (const nlohmann::json& s : j["stacks"]) {
+    std::vector<std::string> frames;
+    for (const nlohmann::json& f : s["frames"]) frames.push_back(f["address"].get<std::string>());
+    EXPECT_TRUE(depot.emplace(s["id"].get<int>(), frames).second) << "stack " << s["id"] << " written twice";
+  }
+  std::set<std::vector<std::string>> distinct;
+  for (const auto& [id, frames] : depot) EXPECT_TRUE(distinct.insert(frames).second) << "stack " << id << " is a copy";
+  EXPECT_EQ(depot.size(), 1 + stacks.size());  // the findings' own stack and the 7
+  int position = 0;
+  std::set<int> seen;
+  std::map<int, int> provenance_of;  // stacks index -> id
+  for (std::size_t i = 0; i < j["findings"].size(); ++i) {
+    const nlohmann::json& f = j["findings"][i];
+    for (const int id : {f["stack"].get<int>(), f["provenance"][0]["stack"].get<int>()}) {
+      ++position;
+      ASSERT_TRUE(depot.count(id)) << "finding " << i << " names stack " << id << ", not in the depot";
+      if (seen.insert(id).second) EXPECT_EQ(id, position) << "first occurrence of stack " << id;
+    }
+    const int which = static_cast<int>((i * 5) % stacks.size());
+    const int id = f["provenance"][0]["stack"].get<int>();
+    EXPECT_EQ(depot[id].size(), stacks[which].size());
+    EXPECT_EQ(provenance_of.emplace(which, id).first->second, id) << "finding " << i;
+  }
+}
+
 TEST(PythonFrames, AreFramesOfTheirOwnAndPartOfAFindingsIdentity) {
   // Two calls from two Python lines reach MPI from the same native site (the extension module):
   // two findings, each with its Python frames in its stack, innermost first, and its site's.
@@ -249,6 +300,43 @@ TEST(Journal, HeaderNamesTheRunAndItsJobAndFindingsFollow) {
 // are named by their job, or by their pid when the process manager gives no job identity.
 // The signal path's module lookup agrees with dladdr's (path made absolute, offset from its base)
 // for code in this program and in a shared library, and skips memory that is no file's.
+TEST(StackModules, EveryFrameOfAModuleSeenBeforeIsPlacedAsDladdrPlacesIt) {
+  // Frames in libc, libstdc++ and libm, and one in no module, in three findings' provenance: the
+  // first meets each module, the others find it again. Every frame's module and offset are
+  // dladdr's (the path made absolute).
+  const void* frames[] = {dlsym(RTLD_DEFAULT, "strlen"), reinterpret_cast<const void*>(&std::terminate),
+                          dlsym(RTLD_DEFAULT, "cos"), dlsym(RTLD_DEFAULT, "memcpy"), &frames};
+  FindingStore store;
+  int site;
+  for (int i = 0; i < 3; ++i) {
+    FindingInput in = input(Rule::KeyvalLeak, &site, i);
+    in.provenance[0] = ProvenanceInput{"keyval created", frames + (i == 1 ? 1 : 0), i == 1 ? 4 : 5};
+    in.provenance_count = 1;
+    store.record(in);
+  }
+  const nlohmann::json j = render(RunInfo{}, store);
+  int checked = 0;
+  for (const nlohmann::json& s : j["stacks"]) {
+    for (const nlohmann::json& f : s["frames"]) {
+      const void* address = reinterpret_cast<const void*>(std::stoull(f["address"].get<std::string>(), nullptr, 16));
+      if (std::find(std::begin(frames), std::end(frames), address) == std::end(frames)) continue;  // (the test's own)
+      Dl_info dl{};
+      if (!dladdr(address, &dl) || !dl.dli_fname) {
+        EXPECT_EQ(f["module"], "") << "a frame in no module";
+        ++checked;
+        continue;
+      }
+      char real[PATH_MAX];  // (a relative name made absolute)
+      ASSERT_NE(realpath(dl.dli_fname, real), nullptr) << dl.dli_fname;
+      EXPECT_EQ(f["module"].get<std::string>(), dl.dli_fname[0] == '/' ? dl.dli_fname : real);
+      EXPECT_EQ(std::stoull(f["offset"].get<std::string>(), nullptr, 16),
+                static_cast<std::uint64_t>(static_cast<const char*>(address) - static_cast<const char*>(dl.dli_fbase)));
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 5 + 4);  // two distinct provenance stacks
+}
+
 TEST(SignalSafeModules, AgreeWithDladdr) {
   const void* addresses[] = {reinterpret_cast<const void*>(&input), reinterpret_cast<const void*>(&std::fflush),
                              reinterpret_cast<const void*>(&std::terminate), static_cast<const void*>(&addresses)};

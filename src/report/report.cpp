@@ -242,6 +242,65 @@ int FindingStore::intern_module(const char* path) noexcept {
   return n;
 }
 
+namespace {
+bool same_stack(const StackRec& a, const StackRec& b) noexcept {
+  if (a.depth != b.depth) return false;
+  for (int i = 0; i < a.depth; ++i)
+    if (a.frames[i].address != b.frames[i].address || a.frames[i].entry != b.frames[i].entry) return false;
+  return true;
+}
+}  // namespace
+
+bool FindingStore::module_span(const void* pc, ModuleSpan* out) noexcept {
+  if (!pc) return false;
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
+  // glibc's own lock-free lookup of the object holding an address: a module seen before is known.
+  dl_find_object found{};
+  const bool located = _dl_find_object(const_cast<void*>(pc), &found) == 0;
+  for (int i = 0; located && i < spans_used_; ++i) {
+    if (spans_[i].link_map != found.dlfo_link_map || spans_[i].start != found.dlfo_map_start) continue;
+    *out = spans_[i];
+    return true;
+  }
+#else
+  struct { void* dlfo_map_start; void* dlfo_map_end; void* dlfo_link_map; } found{};
+  const bool located = false;
+#endif
+  Dl_info dl{};
+  if (!dladdr(pc, &dl) || !dl.dli_fname) return false;
+  char path[PATH_MAX];
+  resolve_module(dl, path, sizeof path);
+  *out = ModuleSpan{found.dlfo_map_start, found.dlfo_map_end, found.dlfo_link_map, dl.dli_fbase,
+                    intern_module(path), is_tool_frame(dl)};
+  if (located && spans_used_ < kModules) spans_[spans_used_++] = *out;
+  return true;
+}
+
+void FindingStore::number_stack(StackRec& s) noexcept {
+  s.first = false;
+  if (!s.depth) return;
+  s.id = ++stacks_;
+  s.first = true;
+  if (!stack_index_) return;
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (int i = 0; i < s.depth; ++i) {
+    h = (h ^ reinterpret_cast<std::uintptr_t>(s.frames[i].address)) * 0x100000001b3ULL;
+    h = (h ^ static_cast<std::uint64_t>(s.frames[i].entry)) * 0x100000001b3ULL;
+  }
+  for (std::size_t i = h & (kStackIndex - 1);; i = (i + 1) & (kStackIndex - 1)) {
+    StackIndexSlot& slot = stack_index_[i];
+    if (!slot.stack) {
+      slot = StackIndexSlot{h, &s};
+      return;
+    }
+    if (slot.hash == h && same_stack(*slot.stack, s)) {
+      s.id = slot.stack->id;
+      s.first = false;
+      return;
+    }
+  }
+}
+
 void FindingStore::resolve_stack(const void* const* frames, int depth, int max_depth, StackRec* out) noexcept {
   out->depth = 0;
   bool user_seen = false;
@@ -254,23 +313,18 @@ void FindingStore::resolve_stack(const void* const* frames, int depth, int max_d
       f = Frame{frames[i], 0, -1, false, python};
       continue;
     }
-    Dl_info dl{};
-    const bool known = frames[i] && dladdr(frames[i], &dl) && dl.dli_fname;
-    if (!user_seen && known && is_tool_frame(dl)) continue;  // trim the innermost tool frames
+    ModuleSpan span{};
+    const bool known = module_span(frames[i], &span);
+    if (!user_seen && known && span.tool) continue;  // trim the innermost tool frames
     user_seen = true;
     Frame& f = out->frames[out->depth++];
     f.address = frames[i];
     f.entry = false;
     f.python = -1;
     f.offset = known ? static_cast<std::uint64_t>(static_cast<const char*>(frames[i]) -
-                                                  static_cast<const char*>(dl.dli_fbase))
+                                                  static_cast<const char*>(span.base))
                      : 0;
-    f.module = -1;
-    if (known) {
-      char path[PATH_MAX];
-      resolve_module(dl, path, sizeof path);
-      f.module = intern_module(path);
-    }
+    f.module = known ? span.module : -1;
   }
 }
 
@@ -357,16 +411,29 @@ std::uint64_t message_identity(const char* tmpl, const FindingInput& in) noexcep
 }
 }  // namespace
 
+namespace {
+// The entries, then the stack index (both zero until touched).
+constexpr std::size_t kEntriesBytes = FindingStore::kCapacity * sizeof(Finding);
+}  // namespace
+
 FindingStore::FindingStore() noexcept {
-  void* p = ::mmap(nullptr, kCapacity * sizeof(Finding), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  entries_ = p == MAP_FAILED ? nullptr : static_cast<Finding*>(p);
+  static_assert(kStackIndex > kCapacity * (1 + kMaxProvenance), "the stack index never fills");
+  static_assert(kEntriesBytes % alignof(StackIndexSlot) == 0);
+  const std::size_t bytes = kEntriesBytes + kStackIndex * sizeof(StackIndexSlot);
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    entries_ = nullptr;
+    return;
+  }
+  entries_ = static_cast<Finding*>(p);
+  stack_index_ = reinterpret_cast<StackIndexSlot*>(static_cast<char*>(p) + kEntriesBytes);
 }
 
 FindingStore::~FindingStore() {
   if (python_) ::munmap(python_, kPythonFrames * sizeof(PythonFrame));
   if (!entries_) return;
   for (std::size_t i = 0, n = size(); i < n; ++i) entries_[i].~Finding();
-  ::munmap(entries_, kCapacity * sizeof(Finding));
+  ::munmap(entries_, kEntriesBytes + kStackIndex * sizeof(StackIndexSlot));
 }
 
 void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcept {
@@ -469,6 +536,8 @@ void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcep
       resolve_stack(p.frames, p.depth, stack_depth_, &out.stack);
     }
   }
+  number_stack(f.stack);
+  for (int k = 0; k < f.provenance_count; ++k) number_stack(f.provenance[k].stack);
   f.count.store(1, std::memory_order_relaxed);
   f.committed.store(true, std::memory_order_release);
   used_.store(slot + 1, std::memory_order_release);
@@ -527,37 +596,6 @@ bool FindingStore::any_at_or_above(int threshold) const noexcept {
 }
 
 namespace {
-bool same_stack(const StackRec& a, const StackRec& b) noexcept {
-  if (a.depth != b.depth) return false;
-  for (int i = 0; i < a.depth; ++i)
-    if (a.frames[i].address != b.frames[i].address || a.frames[i].entry != b.frames[i].entry) return false;
-  return true;
-}
-
-// The stack depot of a report: each distinct stack is written once. A stack's id is the position
-// (in walk order over all findings' stacks) of its first occurrence, so ids are unique, stable
-// and computable without storing anything (no allocation in a signal handler).
-struct StackWalk {
-  const FindingStore& store;
-  template <typename Fn>
-  void each(Fn fn) const noexcept {  // fn(position, stack)
-    int position = 0;
-    for (std::size_t i = 0; i < store.size(); ++i) {
-      const Finding& f = store.at(i);
-      if (!f.committed.load(std::memory_order_acquire)) continue;
-      if (f.stack.depth) fn(++position, f.stack);
-      for (int k = 0; k < f.provenance_count; ++k)
-        if (f.provenance[k].stack.depth) fn(++position, f.provenance[k].stack);
-    }
-  }
-  int id_of(const StackRec& s) const noexcept {
-    int id = 0;
-    each([&](int position, const StackRec& t) {
-      if (!id && same_stack(t, s)) id = position;
-    });
-    return id;
-  }
-};
 // What the in-process pass found for a frame or site (symbolize.hpp): "function", "file" and
 // "line" where it found them, and "symbolized": true on every address it attempted, so that
 // attrcheck-report's pass leaves them alone.
@@ -715,20 +753,25 @@ bool render_json(int fd, const RunInfo& run, const FindingStore& store) noexcept
     if (!f.committed.load(std::memory_order_acquire)) continue;
     w.raw(first ? "\n" : ",\n");
     first = false;
-    const StackWalk walk{store};
-    render_finding(w, run.rank, f, store, [&](const StackRec& st) { return walk.id_of(st); });
+    render_finding(w, run.rank, f, store, [](const StackRec& st) { return st.id; });
   }
   w.raw(first ? "],\n" : "\n],\n");
-  // The stack depot: every distinct stack once, referenced by id from the findings.
+  // The stack depot: every distinct stack once, at its first occurrence, referenced by id from
+  // the findings (number_stack).
   w.key("stacks"); w.raw("[");
   bool first_stack = true;
-  const StackWalk walk{store};
-  walk.each([&](int position, const StackRec& s) {
-    if (walk.id_of(s) != position) return;  // written at its first occurrence
+  auto depot = [&](const StackRec& s) {
+    if (!s.first) return;
     w.raw(first_stack ? "\n" : ",\n");
     first_stack = false;
-    render_stack(w, store, position, s);
-  });
+    render_stack(w, store, s.id, s);
+  };
+  for (std::size_t i = 0; i < store.size(); ++i) {
+    const Finding& f = store.at(i);
+    if (!f.committed.load(std::memory_order_acquire)) continue;
+    depot(f.stack);
+    for (int k = 0; k < f.provenance_count; ++k) depot(f.provenance[k].stack);
+  }
   w.raw(first_stack ? "]}\n" : "\n]}\n");
   w.flush();
   return w.ok();

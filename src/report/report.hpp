@@ -45,6 +45,10 @@ struct Frame {
 };
 struct StackRec {
   int depth = 0;
+  // In the report's stack depot (FindingStore::number_stack): `id` is the position, in record
+  // order over all findings' stacks, of the first stack equal to this one; `first` if that is this.
+  int id = 0;
+  bool first = false;
   Frame frames[kStackFrames];
 };
 
@@ -239,6 +243,29 @@ class FindingStore {
   int intern_module(const char* path) noexcept;  // caller holds busy_
   char modules_[kModules][192] = {};
   std::atomic<int> modules_used_{0};
+  // Where each module seen in a stack lies, so that a frame in it is placed without dladdr (which
+  // scans the module's symbols): what resolve_stack needs of the module. Caller holds busy_.
+  struct ModuleSpan {
+    const void* start;
+    const void* end;
+    const void* link_map;
+    const void* base;  // dladdr's dli_fbase
+    int module;        // index into modules_
+    bool tool;         // attrcheck's or the MPI library's own
+  };
+  bool module_span(const void* pc, ModuleSpan* out) noexcept;
+  ModuleSpan spans_[kModules];
+  int spans_used_ = 0;
+  // Gives a new finding's stack its depot id: equal stacks are found through a hash index in the
+  // entries' mapping, so writing a report is linear in its stacks. Caller holds busy_.
+  void number_stack(StackRec& s) noexcept;
+  struct StackIndexSlot {
+    std::uint64_t hash;
+    const StackRec* stack;
+  };
+  static constexpr std::size_t kStackIndex = 4096;  // > every stack kCapacity findings can hold
+  StackIndexSlot* stack_index_ = nullptr;           // kStackIndex slots after the entries
+  int stacks_ = 0;                                   // stacks numbered so far
 
  public:
   // The Python frames stacks hold (file, function, line, copied: the report is written without
