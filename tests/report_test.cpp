@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <climits>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "render_report.hpp"
@@ -150,17 +152,52 @@ TEST(Report, RendersValidJsonWithEscapedText) {
   EXPECT_EQ(f["site"]["symbol"], "main+0x10");
 }
 
-TEST(Report, EachDistinctStackIsWrittenOnceUnderItsFirstPosition) {
-  // 300 findings (distinct keyvals, one call site: one own stack), each with a provenance stack
-  // that is one of 7, some of them prefixes of others. A stack's id is the position, in the
-  // order findings and their stacks are written, of its first occurrence; the depot holds each
-  // distinct stack once, under that id.
-  void* libc[] = {dlsym(RTLD_DEFAULT, "strlen"), dlsym(RTLD_DEFAULT, "memcpy"), dlsym(RTLD_DEFAULT, "memmove"),
-                  dlsym(RTLD_DEFAULT, "qsort")};
-  for (void* p : libc) ASSERT_NE(p, nullptr);
+// Seven provenance stacks in libc, some of them prefixes of others.
+std::vector<std::vector<const void*>> seven_stacks() {
+  const void* libc[] = {dlsym(RTLD_DEFAULT, "strlen"), dlsym(RTLD_DEFAULT, "memcpy"), dlsym(RTLD_DEFAULT, "memmove"),
+                        dlsym(RTLD_DEFAULT, "qsort")};
+  for (const void* p : libc) EXPECT_NE(p, nullptr);
   std::vector<std::vector<const void*>> stacks;
   for (int depth = 1; depth <= 4; ++depth) stacks.push_back(std::vector<const void*>(libc, libc + depth));
   for (int start = 1; start < 4; ++start) stacks.push_back(std::vector<const void*>(libc + start, libc + 4));
+  return stacks;
+}
+
+// The report's stack depot, id -> frames' addresses, checked: each id written once, no two
+// stacks alike, every stack a finding names present, and a stack's id the position (in the order
+// findings and their stacks are written) of its first occurrence.
+std::map<int, std::vector<std::string>> checked_depot(const nlohmann::json& j) {
+  std::map<int, std::vector<std::string>> depot;
+  for (const nlohmann::json& s : j["stacks"]) {
+    std::vector<std::string> frames;
+    for (const nlohmann::json& f : s["frames"]) frames.push_back(f["address"].get<std::string>());
+    EXPECT_TRUE(depot.emplace(s["id"].get<int>(), frames).second) << "stack " << s["id"] << " written twice";
+  }
+  std::set<std::vector<std::string>> distinct;
+  for (const auto& [id, frames] : depot) EXPECT_TRUE(distinct.insert(frames).second) << "stack " << id << " is a copy";
+  int position = 0;
+  std::set<int> seen;
+  for (std::size_t i = 0; i < j["findings"].size(); ++i) {
+    const nlohmann::json& f = j["findings"][i];
+    std::vector<int> ids;
+    if (f.contains("stack")) ids.push_back(f["stack"].get<int>());
+    for (const nlohmann::json& p : f.value("provenance", nlohmann::json::array()))
+      if (p.contains("stack")) ids.push_back(p["stack"].get<int>());
+    for (const int id : ids) {
+      ++position;
+      EXPECT_TRUE(depot.count(id)) << "finding " << i << " names stack " << id << ", not in the depot";
+      if (seen.insert(id).second) {
+        EXPECT_EQ(id, position) << "first occurrence of stack " << id;
+      }
+    }
+  }
+  return depot;
+}
+
+TEST(Report, EachDistinctStackIsWrittenOnceUnderItsFirstPosition) {
+  // 300 findings (distinct keyvals, one call site: one own stack), each with one of 7 provenance
+  // stacks: the depot holds 8 stacks, and findings with the same provenance name the same one.
+  const std::vector<std::vector<const void*>> stacks = seven_stacks();
   FindingStore store;
   int site;
   for (int i = 0; i < 300; ++i) {
@@ -172,30 +209,49 @@ TEST(Report, EachDistinctStackIsWrittenOnceUnderItsFirstPosition) {
   }
   ASSERT_EQ(store.size(), 300u);
   const nlohmann::json j = render(RunInfo{}, store);
-  std::map<int, std::vector<std::string>> depot;  // id -> its frames' addresses
-  for (const nlohmann::json& s : j["stacks"]) {
-    std::vector<std::string> frames;
-    for (const nlohmann::json& f : s["frames"]) frames.push_back(f["address"].get<std::string>());
-    EXPECT_TRUE(depot.emplace(s["id"].get<int>(), frames).second) << "stack " << s["id"] << " written twice";
-  }
-  std::set<std::vector<std::string>> distinct;
-  for (const auto& [id, frames] : depot) EXPECT_TRUE(distinct.insert(frames).second) << "stack " << id << " is a copy";
-  EXPECT_EQ(depot.size(), 1 + stacks.size());  // the findings' own stack and the 7
-  int position = 0;
-  std::set<int> seen;
+  std::map<int, std::vector<std::string>> depot = checked_depot(j);
+  EXPECT_EQ(depot.size(), 1 + stacks.size());
   std::map<int, int> provenance_of;  // stacks index -> id
   for (std::size_t i = 0; i < j["findings"].size(); ++i) {
-    const nlohmann::json& f = j["findings"][i];
-    for (const int id : {f["stack"].get<int>(), f["provenance"][0]["stack"].get<int>()}) {
-      ++position;
-      ASSERT_TRUE(depot.count(id)) << "finding " << i << " names stack " << id << ", not in the depot";
-      if (seen.insert(id).second) EXPECT_EQ(id, position) << "first occurrence of stack " << id;
-    }
     const int which = static_cast<int>((i * 5) % stacks.size());
-    const int id = f["provenance"][0]["stack"].get<int>();
+    const int id = j["findings"][i]["provenance"][0]["stack"].get<int>();
     EXPECT_EQ(depot[id].size(), stacks[which].size());
     EXPECT_EQ(provenance_of.emplace(which, id).first->second, id) << "finding " << i;
   }
+}
+
+TEST(Report, ThreadsRecordingAtOnceLeaveOneConsistentDepot) {
+  // 6 threads record 100 findings each (twice: counted), with the 7 provenance stacks, while
+  // another writes the report again and again: every report it writes is consistent, and so is
+  // the last.
+  const std::vector<std::vector<const void*>> stacks = seven_stacks();
+  FindingStore store;
+  static int sites[6];
+  std::atomic<bool> done{false};
+  std::thread reader([&] {
+    while (!done.load()) checked_depot(render(RunInfo{}, store));
+  });
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 6; ++t)
+    writers.emplace_back([&, t] {
+      for (int i = 0; i < 100; ++i) {
+        FindingInput in = input(Rule::KeyvalLeak, &sites[t], t * 100 + i);
+        const std::vector<const void*>& frames = stacks[(t + i) % stacks.size()];
+        in.provenance[0] = ProvenanceInput{"keyval created", frames.data(), static_cast<int>(frames.size())};
+        in.provenance_count = 1;
+        store.record(in);
+        store.record(in);
+      }
+    });
+  for (std::thread& w : writers) w.join();
+  done.store(true);
+  reader.join();
+  ASSERT_EQ(store.size(), 600u);
+  EXPECT_EQ(store.dropped(), 0u);
+  for (std::size_t i = 0; i < store.size(); ++i) EXPECT_EQ(store.at(i).count.load(), 2u);
+  const std::map<int, std::vector<std::string>> depot = checked_depot(render(RunInfo{}, store));
+  EXPECT_GE(depot.size(), 1 + stacks.size());  // the 7, and each thread's own stack (alike or not)
+  EXPECT_LE(depot.size(), 6 + stacks.size());
 }
 
 TEST(PythonFrames, AreFramesOfTheirOwnAndPartOfAFindingsIdentity) {

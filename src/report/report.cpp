@@ -6,9 +6,11 @@
 #include "report/symbol_table.hpp"
 
 #include <dlfcn.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -458,7 +460,7 @@ void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcep
   }
   // A new finding: one writer at a time. A signal handler must not wait (the interrupted code may
   // hold the flag), so it gives up instead.
-  if (!take_writer(signal_safe ? 0 : 1000000)) {
+  if (!take_writer(!signal_safe)) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
@@ -547,15 +549,24 @@ void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcep
   busy_.store(false, std::memory_order_release);
 }
 
-bool FindingStore::take_writer(unsigned spins) noexcept {
-  for (unsigned tried = 0; busy_.exchange(true, std::memory_order_acquire); ++tried)
-    if (tried >= spins) return false;
+bool FindingStore::take_writer(bool wait) noexcept {
+  timespec start{};
+  for (unsigned tried = 0; busy_.exchange(true, std::memory_order_acquire); ++tried) {
+    if (!wait) return false;
+    if (tried < 100) continue;
+    if (tried == 100) clock_gettime(CLOCK_MONOTONIC, &start);
+    sched_yield();
+    if (tried % 256) continue;
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec - start.tv_sec >= 2) return false;
+  }
   return true;
 }
 
 void FindingStore::mark_gathered() noexcept {
   // (A writer stuck in a signal handler: marked all the same.)
-  const bool taken = take_writer(1000000);
+  const bool taken = take_writer(true);
   const std::size_t n = size();
   for (std::size_t i = 0; i < n; ++i) {
     Finding& f = entries_[i];
@@ -569,7 +580,7 @@ void FindingStore::mark_gathered() noexcept {
 void FindingStore::release_journal() noexcept {
   Journal* j = journal_.load(std::memory_order_acquire);
   if (!j) return;
-  if (!take_writer(1000000)) return;
+  if (!take_writer(true)) return;
   j->hold(false);
   if (!j->active())
     for (std::size_t i = 0, n = size(); i < n; ++i) j->append(*this, i);

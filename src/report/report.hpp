@@ -217,8 +217,11 @@ class FindingStore {
 
  private:
   void record_impl(const FindingInput& in, bool signal_safe) noexcept;
-  // Takes the writer flag (busy_), giving up after `spins` tries; true if taken.
-  bool take_writer(unsigned spins) noexcept;
+  // Takes the writer flag (busy_); true if taken. `wait`: as long as another writer holds it, up
+  // to 2 s, yielding the processor (that writer may be descheduled: more threads than cores),
+  // then gives up (a process forked while a thread held the flag); else one try (a signal
+  // handler: the code it interrupted may hold the flag).
+  bool take_writer(bool wait) noexcept;
   std::atomic<Journal*> journal_{nullptr};
   std::atomic<const SymbolTable*> symbols_{nullptr};
 
