@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs every test: the normal build's ctest suite, then the engine suites again under
-# ThreadSanitizer, then the whole suite (engine, MPI cases, real software) with attrcheck's own
-# code built under UndefinedBehaviorSanitizer. Installs what it needs and builds first.
+# Runs every test: the normal build's ctest suite, then the engine's and the findings store's
+# tests again under ThreadSanitizer, then the whole suite (engine, MPI cases, real software) with
+# attrcheck's own code built under UndefinedBehaviorSanitizer. Installs what it needs and builds
+# first.
 # ATTRCHECK_MPI=mpich: the build and its suite are MPICH's (build-mpich/, programs started with
 # mpiexec.mpich); the default is the system's MPI (Open MPI on Debian). ATTRCHECK_SKIP_SANITIZERS=1
 # leaves out the two sanitizer passes (CI runs them once, with the default MPI, not per library).
@@ -24,11 +25,11 @@ if [ "${ATTRCHECK_SKIP_SANITIZERS:-0}" = 1 ]; then
   exit 0
 fi
 
-echo "== ThreadSanitizer build of the engine and its tests =="
+echo "== ThreadSanitizer build of the engine, the findings store and their tests =="
 ATTRCHECK_MPI= BUILD_DIR=build-tsan bash scripts/build.sh -DATTRCHECK_SANITIZE=thread -DATTRCHECK_BUILD_BENCH=OFF
 # halt_on_error: any race fails the run; second_deadlock_stack: full reports for lock cycles.
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}" \
-  ctest --test-dir build-tsan --output-on-failure -j "$(nproc)" -L engine
+  ctest --test-dir build-tsan --output-on-failure -j "$(nproc)" -L 'engine|report'
 
 # libubsan is an ordinary dependency of the preloaded library, so this build runs everything: the
 # runtime's hooks and trampolines under real mpirun, on garbage input and on real software. The
