@@ -201,15 +201,13 @@ bool is_tool_frame(const Dl_info& dl) noexcept {
   return std::strncmp(name, "libmpi", 6) == 0 || std::strncmp(name, "libopen-", 8) == 0 ||
          std::strncmp(name, "libattrcheck", 12) == 0;
 }
-
-void resolve_module(const Dl_info& dl, char* out, std::size_t size) noexcept {
-  // An absolute path, so the report can be symbolized after the run (dladdr reports the main
-  // program as it was started, e.g. "./app").
-  char absolute[PATH_MAX];
-  const bool relative = dl.dli_fname[0] != '/' && realpath(dl.dli_fname, absolute);
-  copy_str(out, size, relative ? absolute : dl.dli_fname);
-}
 }  // namespace
+
+void module_path(const char* name, char* out, std::size_t size) noexcept {
+  char absolute[PATH_MAX];
+  const bool relative = name[0] != '/' && realpath(name, absolute);
+  copy_str(out, size, relative ? absolute : name);
+}
 
 int FindingStore::intern_python(const void* word) noexcept {
   const std::uint32_t id = python_frame_id(word);
@@ -271,7 +269,7 @@ bool FindingStore::module_span(const void* pc, ModuleSpan* out) noexcept {
   Dl_info dl{};
   if (!dladdr(pc, &dl) || !dl.dli_fname) return false;
   char path[PATH_MAX];
-  resolve_module(dl, path, sizeof path);
+  module_path(dl.dli_fname, path, sizeof path);
   *out = ModuleSpan{found.dlfo_map_start, found.dlfo_map_end, found.dlfo_link_map, dl.dli_fbase,
                     intern_module(path), is_tool_frame(dl)};
   if (located && spans_used_ < kModules) spans_[spans_used_++] = *out;
@@ -366,7 +364,7 @@ void describe_callback(const char* name, const void* fn, char* out, std::size_t 
   Dl_info dl{};
   if (fn && dladdr(fn, &dl) && dl.dli_fname) {
     char path[PATH_MAX];
-    resolve_module(dl, path, sizeof path);
+    module_path(dl.dli_fname, path, sizeof path);
     a.put(path);
     a.put("+");
     a.hex(static_cast<unsigned long long>(static_cast<const char*>(fn) - static_cast<const char*>(dl.dli_fbase)));
@@ -499,7 +497,7 @@ void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcep
   } else if (!signal_safe && in.site) {
     Dl_info dl{};
     if (dladdr(in.site, &dl) && dl.dli_fname) {
-      resolve_module(dl, f.module, sizeof f.module);
+      module_path(dl.dli_fname, f.module, sizeof f.module);
       f.offset = static_cast<std::uint64_t>(static_cast<const char*>(in.site) - static_cast<const char*>(dl.dli_fbase));
       if (dl.dli_sname) {
         Appender a{f.symbol, sizeof f.symbol};

@@ -291,6 +291,10 @@ class FindingStore {
   std::atomic<int> python_used_{0};
 };
 
+// The path reports name a module by: `name` as dladdr gives it, made absolute (dladdr names the
+// main program as it was started, e.g. "./app"), so the report can be symbolized after the run.
+void module_path(const char* name, char* out, std::size_t size) noexcept;
+
 // Renders the report as JSON to `fd`. Async-signal-safe. False if a write failed.
 bool render_json(int fd, const RunInfo& run, const FindingStore& store) noexcept;
 // The human summary, like the sanitizers print it. Async-signal-safe.

@@ -441,9 +441,9 @@ int note_module(dl_phdr_info* info, std::size_t, void* p) {
     if (!dladdr(reinterpret_cast<const void*>(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr), &dl) || !dl.dli_fname ||
         !dl.dli_fbase)
       return 0;
-    char absolute[PATH_MAX];
-    const bool relative = dl.dli_fname[0] != '/' && realpath(dl.dli_fname, absolute);
-    bases->emplace(relative ? absolute : dl.dli_fname, reinterpret_cast<std::uintptr_t>(dl.dli_fbase));
+    char path[PATH_MAX];
+    module_path(dl.dli_fname, path, sizeof path);
+    bases->emplace(path, reinterpret_cast<std::uintptr_t>(dl.dli_fbase));
     return 0;
   }
   return 0;
