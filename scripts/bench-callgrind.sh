@@ -23,7 +23,9 @@
 #                           `mpi_attr_bench --thread`); default MPI_Init
 # Under the modes, valgrind is what the MPI launcher starts, with attrcheck's LD_PRELOAD
 # passed through (valgrind hands it to the program); the script checks that attrcheck was
-# really loaded (the profile names libattrcheck and the rank wrote its report) and fails if not.
+# really loaded and ran (the profile names libattrcheck; the job's report.json has the rank,
+# finalized in that mode, with the benchmark's attribute calls among its intercepted counts; no
+# finding at warning or error) and fails if not.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build}
@@ -56,10 +58,35 @@ for c in "${configs[@]}"; do
         echo "bench-callgrind: $c: libattrcheck does not appear in the profile: the preload was lost" >&2
         exit 1
       fi
-      if [ -z "$(find "$out/reports-$c.$n" -type f -name 'rank-*.json' 2>/dev/null)" ]; then
-        echo "bench-callgrind: $c: no rank report in $out/reports-$c.$n: attrcheck did not run" >&2
-        exit 1
-      fi
+      # The job's report says what attrcheck did: its one rank finalized in the mode asked for and
+      # its wrappers received at least the N attribute calls of each operation (the report's
+      # intercepted counts). In off mode, a pass-through, no rank reports.
+      python3 - "$out/reports-$c.$n/report.json" "$c" "$n" <<'PY' || { cat "$out/$c.$n.log" >&2; exit 1; }
+import json, sys
+path, mode, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def fail(why):
+    sys.exit(f"bench-callgrind: {mode}: {why}: attrcheck did not run")
+try:
+    report = json.load(open(path))
+except (OSError, ValueError) as e:
+    fail(f"no job report ({e})")
+if report.get("schema") != "attrcheck.report":
+    fail(f"{path} is no merged report (schema {report.get('schema')!r})")
+ranks = [r for r in report.get("ranks", []) if not r.get("after_gathered")]
+if mode == "off":
+    if ranks:
+        fail(f"{path}: a rank reported in off mode")
+    sys.exit(0)
+if len(ranks) != 1 or ranks[0].get("status") != "finalized" or ranks[0].get("mode") != mode:
+    fail(f"{path}: expected one rank, finalized in {mode} mode; ranks: {ranks}")
+calls = {kind: sum(by_binding.values()) for kind, by_binding in ranks[0].get("intercepted", {}).items()}
+if calls.get("attribute", 0) < n or calls.get("keyval", 0) == 0:
+    fail(f"{path}: intercepted {calls}, expected at least {n} attribute calls")
+severe = report.get("summary", {}).get("error", 0) + report.get("summary", {}).get("warning", 0)
+if severe:
+    sys.exit(f"bench-callgrind: {mode}: {severe} finding(s) at warning or error in {path}: the counts include "
+             "reporting them")
+PY
     fi
     callgrind_annotate --inclusive=yes --threshold=100 "$out/$c.$n.cg" >"$out/$c.$n.txt" 2>/dev/null
   done
