@@ -312,6 +312,37 @@ TEST(Keyval, FreedKeyInUseStillDeletesItsAttributes) {
   EXPECT_EQ(e.delete_attr(kComm, kA, saved), R(Status::KeyvalFreed));
 }
 
+TEST(Keyval, SetCheckedWhenEnteredTakesTheKeyvalItsOwnCallbackFreed) {
+  // A mirrored set whose checks were made when the call began (set_attr_entered): the replaced
+  // value's delete callback freed the keyval in the middle of the call, which is legal (the key
+  // is in use). The set completes as the library completed it, and the key lives on through the
+  // attribute; the same key with no attribute to replace is still refused, as is a plain set.
+  for (ObjectKind kind : {kComm, kType, kWin}) {
+    SCOPED_TRACE(static_cast<int>(kind));
+    Engine e;
+    Log log;
+    Rec r{&log, "k"};
+    KeyvalId k = make_key(e, user_spec(&r, kind));
+    const KeyvalId saved = k;
+    r.on_del = [&](Handle, KeyvalId, std::uint64_t) {
+      EXPECT_EQ(e.free_keyval(kind, &k), kOk);
+      return 0;
+    };
+    create(e, kind, {kA, kB});
+    ASSERT_EQ(e.set_attr(kind, kA, saved, Binding::C, 1), kOk);
+    EXPECT_EQ(e.set_attr_entered(kind, kA, saved, Binding::C, 6), kOk);
+    EXPECT_EQ(log, (Log{{'D', "k", kA, saved, 1}}));
+    EXPECT_EQ(std::make_tuple(info_of(e, saved).user_freed, info_of(e, saved).destroyed), std::make_tuple(true, false));
+    r.on_del = nullptr;
+    EXPECT_EQ(e.set_attr_entered(kind, kB, saved, Binding::C, 2), R(Status::KeyvalFreed));  // nothing to replace
+    EXPECT_EQ(e.set_attr(kind, kA, saved, Binding::C, 7), R(Status::KeyvalFreed));          // a new call
+    EXPECT_EQ(e.delete_attr(kind, kA, saved), kOk);  // the value the set left, and the key goes with it
+    EXPECT_EQ(log, (Log{{'D', "k", kA, saved, 1}, {'D', "k", kA, saved, 6}}));
+    EXPECT_TRUE(info_of(e, saved).destroyed);
+    EXPECT_EQ(e.set_attr_entered(kind, kA, saved, Binding::C, 8), R(Status::KeyvalFreed));
+  }
+}
+
 TEST(Keyval, FreedKeyOfAnotherKindIsStillAKindMismatchOnDelete) {
   Engine e;
   KeyvalId k = make_key(e, plain_spec(kType));

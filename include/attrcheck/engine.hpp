@@ -429,6 +429,15 @@ class Engine {
   // the delete callback on the old one; if it fails, the set fails and the old value stays.
   Result set_attr(ObjectKind kind, Handle handle, KeyvalId keyval, Binding from,
                   std::uint64_t value, Origin origin = 0);
+  // set_attr for a host that mirrors a set it already made in another cache (the runtime's
+  // shadow mode), whose checks it made when the call began: the call's own callback (the replaced
+  // value's delete callback) may since have freed the keyval, which stays valid for the attribute
+  // the set replaces (MPI_COMM_FREE_KEYVAL: freeing a key in use is not erroneous, the actual
+  // free waits for its last attribute). Such a keyval is taken as set_attr takes a live one; a
+  // freed keyval with no attribute on the object is still refused (nothing in the call could have
+  // freed it).
+  Result set_attr_entered(ObjectKind kind, Handle handle, KeyvalId keyval, Binding from, std::uint64_t value,
+                          Origin origin = 0);
   // For a host that keeps attributes in another cache too, and mirrors each set it made there
   // (the runtime's shadow mode): that cache has already run the old value's delete callback, as
   // `ran` describes (nullptr: it ran none). When that is exactly the call the standard requires

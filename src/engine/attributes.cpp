@@ -6,15 +6,22 @@
 
 namespace attrcheck {
 
-Result Engine::Impl::set_attr(ObjectKind kind, Handle h, KeyvalId key, Binding from, std::uint64_t value, Origin origin) {
+Result Engine::Impl::set_attr(ObjectKind kind, Handle h, KeyvalId key, Binding from, std::uint64_t value, Origin origin,
+                              KeyUse use) {
   value = normalise(from, value);
   Lock lk(mu_);
   std::uint32_t slot;
   KeyvalSlot* k;
   const PredefinedKeyval* pre;
-  const Status s = acquire_object(lk, kind, h, key, true, &slot, &k, &pre);
+  const Status s = acquire_object(lk, kind, h, key, true, &slot, &k, &pre, use);
   if (s != Status::Ok) return {s, 0};
-  return set_located(objects_.get(slot), k, key, from, value, origin);
+  ObjectSlot* o = objects_.get(slot);
+  // SetEntered: a freed keyval serves only the attribute the set replaces (the one whose delete
+  // callback can have freed it during the call).
+  if (__builtin_expect(use == KeyUse::SetEntered && k && k->state.load(std::memory_order_relaxed) != kKeyAlive, 0) &&
+      !find_attr(o->table.load(std::memory_order_relaxed), key))
+    return {Status::KeyvalFreed, 0};
+  return set_located(o, k, key, from, value, origin);
 }
 
 // set_attr once the object and keyval are known and the call may proceed (lock held; `value`
@@ -369,6 +376,10 @@ Result Engine::Impl::install_predefined(ObjectKind kind, Handle h, KeyvalId key,
 Result Engine::set_attr(ObjectKind kind, Handle handle, KeyvalId keyval, Binding from, std::uint64_t value,
                         Origin origin) {
   return impl_->set_attr(kind, handle, keyval, from, value, origin);
+}
+Result Engine::set_attr_entered(ObjectKind kind, Handle handle, KeyvalId keyval, Binding from, std::uint64_t value,
+                                Origin origin) {
+  return impl_->set_attr(kind, handle, keyval, from, value, origin, Impl::KeyUse::SetEntered);
 }
 bool Engine::find_set_cursor(ObjectKind kind, Handle handle, KeyvalId keyval, std::uint64_t layout,
                              SetCursor* out, bool* user_delete) const {

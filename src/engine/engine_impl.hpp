@@ -98,8 +98,10 @@ struct Engine::Impl : AttrStore {
 
   // How an attribute call uses its keyval: set and delete refuse predefined keyvals; delete also
   // accepts a keyval the user freed while attributes still use it (MPI_COMM_FREE_KEYVAL: "the
-  // remaining references need to be explicitly freed ... via calls to MPI_COMM_DELETE_ATTR").
-  enum class KeyUse : std::uint8_t { Get, Set, Delete };
+  // remaining references need to be explicitly freed ... via calls to MPI_COMM_DELETE_ATTR"), and
+  // so does a set checked when it began (SetEntered: Engine::set_attr_entered), which its own
+  // callback may have freed the keyval since.
+  enum class KeyUse : std::uint8_t { Get, Set, Delete, SetEntered };
 
   // Keyval validation for attribute calls (lock held).
   // (always_inline: set and delete take it on every call; GCC left it out of line.)
@@ -111,7 +113,7 @@ struct Engine::Impl : AttrStore {
     if (id == config.keyval_invalid) return Status::KeyvalInvalid;
     KeyvalSlot* k = nullptr;
     Status s = classify_keyval(id, &k);
-    if (s == Status::KeyvalFreed && use == KeyUse::Delete && k &&
+    if (s == Status::KeyvalFreed && (use == KeyUse::Delete || use == KeyUse::SetEntered) && k &&
         k->state.load(std::memory_order_relaxed) == kKeyFreed)
       s = Status::Ok;  // freed by the user, still alive through its attributes
     if (s != Status::Ok) {
@@ -517,7 +519,8 @@ struct Engine::Impl : AttrStore {
     }
   }
 
-  Result set_attr(ObjectKind kind, Handle h, KeyvalId key, Binding from, std::uint64_t value, Origin origin);
+  Result set_attr(ObjectKind kind, Handle h, KeyvalId key, Binding from, std::uint64_t value, Origin origin,
+                  KeyUse use = KeyUse::Set);
 
   // The end of a set, after the old value's delete callback (if any) succeeded (lock held):
   // stores the value in `rec` (the attribute's record; nullptr: a new one), the object's newest.

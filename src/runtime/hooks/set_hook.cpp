@@ -39,12 +39,14 @@ bool mirror_plain_set(ReplayScope& scope, const QueryCache::Entry& query, QueryC
 }
 
 // Shadow mode: mirrors a set the library answered with rc, answering the engine's callbacks with
-// the ones the library ran (`replay`).
+// the ones the library ran (`replay`). The call was checked when it began: the replaced value's
+// delete callback, which the library ran meanwhile, may have freed the keyval since, and the
+// engine takes the set as it would have then (Engine::set_attr_entered), as the library did.
 int mirror_set_replayed(const Call& call, Handle h, int key, int engine_key, std::uint64_t word, Origin origin,
                         int rc, ReplayScope& replay) {
   settle();
   if (rc != MPI_SUCCESS) replay.replay().lenient = true;  // the library stopped somewhere of its own
-  const Result res = state().engine->set_attr(call.api->kind, h, engine_key, call.api->binding, word, origin);
+  const Result res = state().engine->set_attr_entered(call.api->kind, h, engine_key, call.api->binding, word, origin);
   replay.finish();
   if ((rc == MPI_SUCCESS) != res.ok()) result_divergence(call, rc, res, key);
   return rc;
