@@ -374,10 +374,17 @@ def body(fn, lang, api_decl=None):
             f"      [&]() {{ {wait}{C_TYPE[kind]} c_ = {new_c}; {FREE_FN[kind]}(&c_); *{out} = {reset}; }})"))
     elif op == "construct":
         out = require(fn, "object_out")
+        # A window constructor's baseptr (C: a void** passed as void*): the base MPI_WIN_BASE must
+        # answer (runtime/hooks/window_base.hpp). The Fortran twins' is an address-sized integer:
+        # not recorded (their MPI_WIN_BASE goes unchecked).
+        base = role_param(fn, "window_base_out")
+        note = (f"    if (rc_ == MPI_SUCCESS) rt::note_window_base(*new_, *static_cast<void* const*>({base}));\n"
+                if base and not isinstance(lang, Fortran) else "")
         lines.append(ret(
             f"rt::on_construct(call, [&](attrcheck::Handle* new_) {{\n"
             f"    const int rc_ = {lang.call_pmpi};\n"
             f"    *new_ = rc_ == MPI_SUCCESS ? {lang.out_handle(out, kind)} : rt::handle({NULL_HANDLE[kind]});\n"
+            f"{note}"
             f"    return rc_;\n"
             f"  }})"))
     elif op == "obtain":

@@ -180,6 +180,157 @@ static void probe_type_free(void) {
   MPI_Type_free_keyval(&key);
 }
 
+/* ---- window constructors: an internal duplicate of the communicator, with its attributes --------- */
+
+static int win_copies, win_deletes;
+
+static int win_comm_copy(MPI_Comm old, int key, void* extra, void* in, void* out, int* flag) {
+  (void)old; (void)key;
+  ++win_copies;
+  *(void**)out = in;
+  *flag = *(int*)extra; /* 0: declines, so nothing is left to delete */
+  return MPI_SUCCESS;
+}
+
+static int win_comm_delete(MPI_Comm c, int key, void* v, void* extra) {
+  (void)c; (void)key; (void)v; (void)extra;
+  ++win_deletes;
+  return MPI_SUCCESS;
+}
+
+/* The standard: a window constructor copies no communicator attributes (only the dup family
+ * does), so the program's copy callbacks never run inside one. Asked of each constructor on
+ * MPI_COMM_SELF carrying an attribute whose copy callback declines, then accepts (whose copy, on
+ * a communicator the program never sees, is deleted at MPI_Win_free). */
+static void probe_window_constructors(void) {
+  static int decline = 0, accept = 1;
+  static const char* const names[4] = {"MPI_Win_create", "MPI_Win_allocate", "MPI_Win_allocate_shared",
+                                       "MPI_Win_create_dynamic"};
+  int ran[4] = {0, 0, 0, 0}, deleted[4] = {0, 0, 0, 0}, any = 0, all = 1;
+  for (int which = 0; which < 4; ++which) {
+    for (int accepting = 0; accepting < 2; ++accepting) {
+      int key;
+      MPI_Comm_create_keyval(win_comm_copy, win_comm_delete, &key, accepting ? &accept : &decline);
+      MPI_Comm_set_attr(MPI_COMM_SELF, key, (void*)&key);
+      win_copies = win_deletes = 0;
+      char memory[64];
+      void* base = NULL;
+      MPI_Win win = MPI_WIN_NULL;
+      int rc = MPI_ERR_OTHER;
+      if (which == 0) rc = MPI_Win_create(memory, sizeof memory, 1, MPI_INFO_NULL, MPI_COMM_SELF, &win);
+      if (which == 1) rc = MPI_Win_allocate(64, 1, MPI_INFO_NULL, MPI_COMM_SELF, &base, &win);
+      if (which == 2) rc = MPI_Win_allocate_shared(64, 1, MPI_INFO_NULL, MPI_COMM_SELF, &base, &win);
+      if (which == 3) rc = MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_SELF, &win);
+      if (rc == MPI_SUCCESS && win_copies) ++ran[which];
+      if (rc == MPI_SUCCESS) MPI_Win_free(&win);
+      if (accepting) deleted[which] = win_deletes;
+      MPI_Comm_delete_attr(MPI_COMM_SELF, key);
+      MPI_Comm_free_keyval(&key);
+    }
+    any |= ran[which] != 0;
+    all &= ran[which] == 2;
+  }
+  if (rank == 0 && any && !all) {
+    printf("note window constructors that ran copy callbacks (declining, accepting):");
+    for (int i = 0; i < 4; ++i) printf(" %s %d", names[i], ran[i]);
+    printf("\n");
+  }
+  if (rank == 0 && any)
+    printf("note deletes at MPI_Win_free of an accepted copy: %d %d %d %d\n", deleted[0], deleted[1], deleted[2],
+           deleted[3]);
+  answer("divergence", "win-constructors-dup-communicator", any);
+}
+
+/* ---- a replacing MPI_Type_set_attr / MPI_Win_set_attr ---------------------------------------- */
+
+static int kept_deletes;
+
+static int counting_type_delete_kept(MPI_Datatype t, int key, void* v, void* extra) {
+  (void)t; (void)key; (void)v; (void)extra;
+  ++kept_deletes;
+  return MPI_SUCCESS;
+}
+
+static int counting_win_delete_kept(MPI_Win w, int key, void* v, void* extra) {
+  (void)w; (void)key; (void)v; (void)extra;
+  ++kept_deletes;
+  return MPI_SUCCESS;
+}
+
+/* The standard: setting an attribute that is already set runs its delete callback on the old
+ * value first. MPICH keeps a datatype's or window's attributes in a list meant to be sorted by
+ * keyval handle, but inserts a new one *after* the first entry whose handle is greater: a later
+ * set of that key finds the greater one first and inserts again, with no delete callback, and
+ * the object then holds both values. The order that triggers it, made here: the attribute of the
+ * greater handle set first, then the smaller one set twice (handles compared as the library
+ * compares them, as ints). */
+static void probe_replacing_set(void) {
+  int a, b, missed = 0;
+  MPI_Type_create_keyval(MPI_TYPE_NULL_COPY_FN, counting_type_delete_kept, &a, NULL);
+  MPI_Type_create_keyval(MPI_TYPE_NULL_COPY_FN, counting_type_delete_kept, &b, NULL);
+  int lo = a < b ? a : b, hi = a < b ? b : a;
+  MPI_Datatype t;
+  MPI_Type_contiguous(2, MPI_INT, &t);
+  MPI_Type_set_attr(t, hi, (void*)&hi);
+  MPI_Type_set_attr(t, lo, (void*)&lo);
+  kept_deletes = 0;
+  MPI_Type_set_attr(t, lo, (void*)&hi);
+  if (kept_deletes == 0) ++missed;
+  MPI_Type_free(&t);
+  MPI_Type_free_keyval(&a);
+  MPI_Type_free_keyval(&b);
+
+  MPI_Win_create_keyval(MPI_WIN_NULL_COPY_FN, counting_win_delete_kept, &a, NULL);
+  MPI_Win_create_keyval(MPI_WIN_NULL_COPY_FN, counting_win_delete_kept, &b, NULL);
+  lo = a < b ? a : b;
+  hi = a < b ? b : a;
+  MPI_Win win;
+  if (MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_SELF, &win) == MPI_SUCCESS) {
+    MPI_Win_set_attr(win, hi, (void*)&hi);
+    MPI_Win_set_attr(win, lo, (void*)&lo);
+    kept_deletes = 0;
+    MPI_Win_set_attr(win, lo, (void*)&hi);
+    if (kept_deletes == 0) missed += 2;
+    MPI_Win_free(&win);
+  }
+  MPI_Win_free_keyval(&a);
+  MPI_Win_free_keyval(&b);
+  if (rank == 0 && (missed == 1 || missed == 2))
+    printf("note a replacing set ran no delete callback only on %s\n", missed == 1 ? "a datatype" : "a window");
+  answer("divergence", "replacing-set-attr-keeps-old-value", missed != 0);
+}
+
+/* ---- MPI_WIN_BASE of an allocated window --------------------------------------------------------- */
+
+/* The standard: MPI_WIN_BASE is the window's base address, the one MPI_Win_allocate returned.
+ * Asked on every rank of MPI_COMM_WORLD (MPICH 4.0.2's ch4:ucx hands rank 1 of 2 an 8-byte window
+ * base 8 bytes below it), for a few sizes. */
+static void probe_window_base(void) {
+  static const MPI_Aint sizes[] = {8, 16, 64, 256};
+  int differs = 0, any = 0;
+  char which[64] = "";
+  for (int i = 0; i < 4; ++i) {
+    void* base = NULL;
+    MPI_Win win;
+    if (MPI_Win_allocate(sizes[i], 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win) != MPI_SUCCESS) continue;
+    void* attr = NULL;
+    int flag = 0;
+    MPI_Win_get_attr(win, MPI_WIN_BASE, &attr, &flag);
+    int mine = !flag || attr != base, all = 0;
+    MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
+    if (all) {
+      any = 1;
+      size_t n = strlen(which);
+      snprintf(which + n, sizeof which - n, " %ld", (long)sizes[i]);
+    }
+    differs |= mine;
+    MPI_Win_free(&win);
+  }
+  if (rank == 0 && any) printf("note MPI_WIN_BASE differs from the allocated base at %d ranks, sizes:%s\n", size, which);
+  answer("divergence", "win-allocate-base-attribute-differs", any);
+  (void)differs;
+}
+
 /* ---- MPI_Comm_free when a delete callback fails ------------------------------------------------ */
 
 static int failing = 1;
@@ -284,6 +435,9 @@ int main(int argc, char** argv) {
   probe_constructors();
   probe_type_free();
   probe_failed_delete();
+  probe_window_constructors();
+  probe_replacing_set();
+  probe_window_base();
   prepare_finalize();
   fflush(stdout);
   finalizing = 1;

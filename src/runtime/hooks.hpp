@@ -56,6 +56,9 @@ int on_get_attr(const Call& call, Handle object, int keyval, void* value_out, in
 int on_delete_attr(const Call& call, Handle object, int keyval, const FnRef<int()>& forward);
 int on_dup(const Call& call, Handle object, const FnRef<int(Handle*)>& forward, const FnRef<void()>& undo);
 int on_construct(const Call& call, const FnRef<int(Handle*)>& forward);
+// The base address a window constructor returned (MPI_Win_allocate's baseptr), for the answer
+// to MPI_WIN_BASE on that window (hooks/window_base.cpp).
+void note_window_base(Handle win, const void* base) noexcept;
 // A call that returns handles to objects the user may free, which are not (only) new objects:
 //   Alias: a live object's handle again, one more free owed (MPI_Type_get_contents);
 //   Same:  the same object's handle every time (MPI_Comm_get_parent);

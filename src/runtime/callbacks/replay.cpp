@@ -2,6 +2,7 @@
 // runs the library made, and whatever the library ran that the model did not ask for reported.
 #include "runtime/callbacks/replay.hpp"
 
+#include "runtime/profile/kept_values.hpp"
 #include "runtime/profile/mpi_profile.hpp"
 #include "runtime/process/findings.hpp"
 #include "runtime/process/keyvals.hpp"
@@ -120,9 +121,11 @@ bool may_be_on(const Observation& o, ObjectKind kind, Handle object) noexcept {
   }
   const bool optional = r.lenient || c.cause == CallbackCause::DupRollback ||
                         (c.cause == CallbackCause::Finalize && c.object != state().self);
-  if (!optional)
+  if (!optional) {
+    kept_value_if_known(*r.call, c.kind, c.object, c.keyval, c.value);  // (profile/kept_values.hpp)
     divergence(*r.call, "did not run a delete callback the standard requires", true, user_key,
                DivergenceSite::MissingCallback);
+  }
   return MPI_SUCCESS;
 }
 
@@ -147,9 +150,17 @@ void ReplayScope::finish() {
   if (replay_.lenient) return;
   for (const Observation& o : replay_.seen) {
     if (o.used) continue;
+    // The library acting on a value it kept where a replacing set should have deleted it: the
+    // known divergence, noted (profile/kept_values.hpp).
+    if (kept_value_run(*replay_.call, o)) continue;
     // A delete callback for an object the model does not hold: an object the library made
-    // internally, or a deletion it deferred past the free (reported there). Not a new finding.
-    if (!o.copy && !live_object(o.kind, o.object)) continue;
+    // internally, or a deletion it deferred past the free (reported there). Not a new finding;
+    // where the profile lists it at this call (a window's internal communicator, at
+    // MPI_Win_free), a note about the library.
+    if (!o.copy && !live_object(o.kind, o.object)) {
+      hidden_object_run(*replay_.call, o);
+      continue;
+    }
     char d[200];
     Appender a{d, sizeof d};
     a.put(o.copy ? "ran a copy callback" : "ran a delete callback");

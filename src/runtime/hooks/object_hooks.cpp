@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "runtime/hooks/hook_common.hpp"
+#include "runtime/hooks/window_base.hpp"
 #include "runtime/process/frees_under_way.hpp"
 
 namespace attrcheck::rt {
@@ -255,6 +256,7 @@ int on_free(const Call& call, Handle h, const FnRef<int()>& forward) {
   Engine& e = *r.engine;
   const ObjectKind kind = call.api->kind;
   if (in_callback_for(kind, h)) return reentrant(call, kind, h);
+  if (kind == ObjectKind::Win) forget_window_base(h);  // (a failed free: its MPI_WIN_BASE goes unchecked)
   if (unchecked(kind, &h, nullptr)) return forward();
   if (drop_reference(kind, h)) {
     // One of several references to a live object (MPI_Type_get_contents handed it out again): the

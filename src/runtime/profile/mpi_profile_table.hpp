@@ -88,6 +88,11 @@ enum class DivergenceSite : unsigned char {
   ResultDiffers,     // the library succeeded where the standard's model failed on a callback
   DroppedAttribute,  // a call that failed on a delete callback dropped the attribute anyway
   WrongHandle,       // the library passed a callback another object's handle
+  HiddenObject,      // the library ran a delete callback on an object it made itself, which the
+                     // program never holds (a communicator a window constructor duplicated)
+  KeptValue,         // a callback or answer on a value the library kept where the standard
+                     // replaced it (the value a replacing set did not delete)
+  WindowBase,        // MPI_WIN_BASE is not the base address the window's constructor returned
   Unclassified,      // anything else (values, answers): never a known divergence
 };
 
