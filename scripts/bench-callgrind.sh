@@ -63,29 +63,18 @@ for c in "${configs[@]}"; do
       # intercepted counts). In off mode, a pass-through, no rank reports.
       python3 - "$out/reports-$c.$n/report.json" "$c" "$n" <<'PY' || { cat "$out/$c.$n.log" >&2; exit 1; }
 import json, sys
+sys.path.insert(0, "tests")
+import report_files
 path, mode, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-def fail(why):
-    sys.exit(f"bench-callgrind: {mode}: {why}: attrcheck did not run")
-try:
-    report = json.load(open(path))
-except (OSError, ValueError) as e:
-    fail(f"no job report ({e})")
-if report.get("schema") != "attrcheck.report":
-    fail(f"{path} is no merged report (schema {report.get('schema')!r})")
-ranks = [r for r in report.get("ranks", []) if not r.get("after_gathered")]
-if mode == "off":
-    if ranks:
-        fail(f"{path}: a rank reported in off mode")
-    sys.exit(0)
-if len(ranks) != 1 or ranks[0].get("status") != "finalized" or ranks[0].get("mode") != mode:
-    fail(f"{path}: expected one rank, finalized in {mode} mode; ranks: {ranks}")
-calls = {kind: sum(by_binding.values()) for kind, by_binding in ranks[0].get("intercepted", {}).items()}
-if calls.get("attribute", 0) < n or calls.get("keyval", 0) == 0:
-    fail(f"{path}: intercepted {calls}, expected at least {n} attribute calls")
-severe = report.get("summary", {}).get("error", 0) + report.get("summary", {}).get("warning", 0)
-if severe:
-    sys.exit(f"bench-callgrind: {mode}: {severe} finding(s) at warning or error in {path}: the counts include "
-             "reporting them")
+problems, calls = report_files.ran(path, 1, mode)
+if mode != "off" and calls.get("attribute", 0) < n:
+    problems.append(f"{path}: {calls.get('attribute', 0)} attribute calls intercepted, expected at least {n}")
+if problems:
+    sys.exit(f"bench-callgrind: {mode}: attrcheck did not run: " + "; ".join(problems))
+summary = json.load(open(path))["summary"]
+if summary["error"] + summary["warning"]:
+    sys.exit(f"bench-callgrind: {mode}: {summary['error'] + summary['warning']} finding(s) at warning or error "
+             f"in {path}: the counts include reporting them")
 PY
     fi
     callgrind_annotate --inclusive=yes --threshold=100 "$out/$c.$n.cg" >"$out/$c.$n.txt" 2>/dev/null

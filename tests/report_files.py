@@ -4,8 +4,10 @@ check them): which files a run wrote, and which processes a merged report's find
     report_files.rank_files(DIR)   -> [DIR/rank-0.json, ..., DIR/rank-3.journal]   (rank order)
     report_files.processes(finding), report_files.processes_of(rank_entry)  -> {(job, rank)}
     report_files.rank_list(finding["ranks"])  -> [0, 1, 2, 3]   (ranks and [first, last] runs)
+    report_files.ran(DIR/report.json, np, mode)  -> (problems, intercepted calls by kind)
 """
 import glob
+import json
 import os
 
 # How a process names its files: rank-N (the job the user started), job-ID-rank-N (jobs started by
@@ -62,3 +64,33 @@ def rank_entries(merged):
     """A merged report's "ranks", one (process, entry) per process; entries a gathered report
     made stand for each of their ranks."""
     return [(p, r) for r in merged.get("ranks", []) if not r.get("after_gathered") for p in processes_of(r)]
+
+
+def ran(path, np, mode, calls_made=True):
+    """Whether the job's report at `path` shows attrcheck at work: (problems, calls), problems
+    empty when the report has ranks 0..np-1 of the job the user started, each finalized in `mode`,
+    and (unless the program makes no call attrcheck intercepts: calls_made=False) its wrappers
+    intercepted calls; calls: the intercepted counts by kind (keyval, attribute, object,
+    callback), every binding added up. In off mode, a pass-through, no rank reports. The
+    benchmarks check their runs with it, so that a run that measured nothing fails."""
+    try:
+        with open(path) as f:
+            report = json.load(f)
+    except (OSError, ValueError) as e:
+        return [f"no job report: {e}"], {}
+    if report.get("schema") != "attrcheck.report":
+        return [f"{path}: not a merged report (schema {report.get('schema')!r})"], {}
+    entries = rank_entries(report)
+    calls = {kind: sum(counts.values()) for kind, counts in (report.get("intercepted") or {}).items()}
+    if mode == "off":
+        return ([f"{path}: ranks reported in off mode"] if entries else []), calls
+    problems = []
+    ranks = sorted((rank for (job, rank), _ in entries if job is None), key=lambda r: (r is None, r))
+    if ranks != list(range(np)):
+        problems.append(f"{path}: rank entries for {ranks}, expected ranks 0 to {np - 1}")
+    ended = sorted({(r.get("status"), r.get("mode")) for _, r in entries} - {("finalized", mode)}, key=str)
+    if ended:
+        problems.append(f"{path}: ranks ended (status, mode) {ended}, expected finalized in {mode} mode")
+    if calls_made and not any(calls.values()):
+        problems.append(f"{path}: intercepted no call ({calls})")
+    return problems, calls
