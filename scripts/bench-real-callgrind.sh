@@ -4,8 +4,9 @@
 # process from start to exit, natively and with LD_PRELOAD=libattrcheck.so ATTRCHECK_MODE=shadow
 # / emulate. Natively libstdc++ is preloaded too: libattrcheck needs it, and where it is loaded
 # changes the dynamic linker's work by more than the tool costs (docs/performance.md, "Whole programs").
-# Each checked run must print what the native run printed (timing lines aside) and report no
-# finding at warning or error level; the script fails otherwise.
+# Each checked run must print what the native run printed (timing lines aside), leave the job's
+# report with its rank finalized in that mode and calls intercepted, and report no finding at
+# warning or error level; the script fails otherwise.
 #   BUILD_DIR=dir   the build (default build; build-mpich for MPICH)
 #   CLIENTS="..."   which clients (default: all the build's MPI has): scalapack_qr (ScaLAPACK's
 #                   QR / QL / LQ / RQ / QP / TZ driver, 300 x 300, blocks of 32), hdf5
@@ -18,8 +19,10 @@ build=${BUILD_DIR:-build}
 command -v valgrind >/dev/null || { echo "bench-real-callgrind: needs valgrind" >&2; exit 2; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 exec python3 - "$build" "${CLIENTS:-}" "$PWD" <<'PY'
-import glob, json, os, re, shutil, subprocess, sys, tempfile
+import json, os, re, shutil, subprocess, sys, tempfile
 build, clients, root = os.path.abspath(sys.argv[1]), sys.argv[2].split(), sys.argv[3]
+sys.path.insert(0, os.path.join(root, "tests"))
+import report_files  # noqa: E402  (what shows that attrcheck ran: the job's report)
 mpi = json.load(open(f"{build}/lib/attrcheck/mpi-build.json"))
 library = mpi["library"]
 arch = subprocess.run(["gcc", "-print-multiarch"], capture_output=True, text=True).stdout.strip()
@@ -59,9 +62,13 @@ def run(client, mode, work):
         sys.exit(f"bench-real-callgrind: {client} {mode} exited {p.returncode}:\n{p.stderr[-2000:]}")
     total = next(int(line.split()[1]) for line in open(cg) if line.startswith(("summary:", "totals:")))
     findings = 0
-    for r in glob.glob(os.path.join(d, "report", "*.json")):
-        s = json.load(open(r)).get("summary", {})
-        findings += s.get("error", 0) + s.get("warning", 0)
+    if mode != "native":  # the job's report: the rank finalized in this mode, its calls intercepted
+        report = os.path.join(d, "report", "report.json")
+        problems, _ = report_files.ran(report, 1, mode)
+        if problems:
+            sys.exit(f"bench-real-callgrind: {client} {mode}: attrcheck did not run: " + "; ".join(problems))
+        s = json.load(open(report))["summary"]
+        findings = s["error"] + s["warning"]
     out = [line for line in p.stdout.splitlines() if not timing.search(line)]
     return total, out, findings
 

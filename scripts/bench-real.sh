@@ -7,7 +7,8 @@
 # under shadow and under emulate,
 # the configurations interleaved within each round (their order rotating), wall-clock seconds of
 # the whole mpiexec.
-# Prints the median of the rounds per client and configuration and the ratios to native.
+# Prints the median of the rounds per client and configuration and the ratios to native. Fails if
+# a run fails, or a checked run's report does not show both ranks finalized in its mode.
 #   BUILD_DIR=dir   a build with the real-client tests (default build; build-mpich for MPICH)
 #   ROUNDS=N        rounds (default 5)
 #   CLIENTS="ksp_ex2 snes_ex19 mpi4py hdf5 true"   which clients (true: `mpiexec -n 2 true`,
@@ -23,6 +24,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 exec python3 - "$build" "${ROUNDS:-5}" "${CLIENTS:-}" "${PRELOAD:-0}" <<'PY'
 import json, os, shutil, statistics, subprocess, sys, tempfile, time
 build, rounds, clients, preload = os.path.abspath(sys.argv[1]), int(sys.argv[2]), sys.argv[3].split(), sys.argv[4] == "1"
+sys.path.insert(0, os.path.abspath("tests"))
+import report_files  # noqa: E402  (what shows that attrcheck ran: the job's report)
 mpi = json.load(open(f"{build}/lib/attrcheck/mpi-build.json"))
 mpiexec = mpi["mpiexec"] or "mpiexec"
 openmpi = mpi["library"] == "openmpi"
@@ -68,6 +71,10 @@ try:
                 t = time.monotonic() - t0
                 if p.returncode != 0:
                     sys.exit(f"bench-real: {c} {m} failed ({p.returncode}):\n{p.stderr[-2000:]}")
+                if m != "native" and c != "true":  # `true` calls no MPI: nothing to report
+                    problems, _ = report_files.ran(f"{out}/{c}.{m}.{r}/report.json", 2, m.removesuffix("-preload"))
+                    if problems:
+                        sys.exit(f"bench-real: {c} {m}: attrcheck did not run: " + "; ".join(problems))
                 times[(c, m)].append(t)
             print(f"round {r + 1}/{rounds} {c}: " +
                   " ".join(f"{m} {times[(c, m)][-1]:.2f}s" for m in configs), file=sys.stderr, flush=True)
