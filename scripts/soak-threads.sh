@@ -6,13 +6,14 @@
 # keyval quarantine or object tracking done. Builds what is missing first (build/, build-mpich/).
 #   RUNS=200 bash scripts/soak-threads.sh            # both libraries, shadow and emulate
 #   LIBRARIES=mpich MODES=shadow RUNS=50 bash scripts/soak-threads.sh
-# THREADS, ROUNDS and NP change the program's size. Exits non-zero if any run broke or drew a
-# finding at warning or error.
+# THREADS, ROUNDS and NP change the program's size (RUNS=1 THREADS=2 ROUNDS=5: the suite's smoke
+# test); BUILD_DIR is the build of the one library in LIBRARIES. Exits non-zero if any run broke
+# or drew a finding at warning or error.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 status=0
 for lib in ${LIBRARIES:-openmpi mpich}; do
-  if [ "$lib" = openmpi ]; then build=${BUILD_DIR:-build}; mpi=; else build=build-$lib; mpi=$lib; fi
+  if [ "$lib" = openmpi ]; then build=${BUILD_DIR:-build}; mpi=; else build=${BUILD_DIR:-build-$lib}; mpi=$lib; fi
   if [ ! -x "$build/tests/mpi/case_thread_churn" ] || [ ! -x "$build/bin/attrcheck" ]; then
     ATTRCHECK_MPI=$mpi BUILD_DIR=$build bash scripts/build.sh >/dev/null
   fi

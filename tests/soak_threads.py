@@ -5,8 +5,10 @@ each mode and natively, and counts what went wrong. Not a test (it reports numbe
 has a time limit): scripts/soak-threads.sh runs it over every built library.
 
 A run is broken when the program does not end with status 0 and its "churn: ok" line (a call
-refused, an answer wrong, a callback count off, an abort). A finding is any merged-report finding
-at warning or error level; library notes (library.divergence, info) are counted apart.
+refused, an answer wrong, a callback count off, an abort), or when its report does not show every
+rank finalized in the mode with its calls intercepted (report_files.ran). A finding is any
+merged-report finding at warning or error level; library notes (library.divergence, info) are
+counted apart.
 
 usage: soak_threads.py --build DIR [--runs N] [--threads T] [--rounds R] [--np P] [--modes shadow,emulate,native]
 """
@@ -22,6 +24,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import mpi_config  # noqa: E402
+import report_files  # noqa: E402
 
 
 def main():
@@ -57,6 +60,9 @@ def main():
                 ok, text = False, f"$ {' '.join(cmd)}\ntimed out after 600 s\n{e.stdout}\n{e.stderr}"
             seen = []
             if mode != "native":
+                problems, _ = report_files.ran(os.path.join(out, "report.json"), a.np, mode)
+                if problems:  # attrcheck did not check the run: broken
+                    ok, text = False, text + "\n" + "\n".join(problems)
                 try:
                     with open(os.path.join(out, "report.json")) as f:
                         report = json.load(f)
