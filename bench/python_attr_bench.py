@@ -6,7 +6,8 @@ the rank (time.perf_counter_ns, best of 5 repetitions per run: the launcher and 
 timed). The configurations run in interleaved rounds on one machine, so that load from elsewhere
 falls on all alike, and the table gives each configuration's median over the rounds and its ratio
 to shadow mode without Python frames (ATTRCHECK_PYTHON_FRAMES=0) and to the native run. A benchmark:
-it reports numbers, it asserts nothing (docs/performance.md has the numbers it gave).
+it reports numbers and asserts no threshold (docs/performance.md has the numbers it gave); it fails
+if a run fails or a checked run's report does not show attrcheck at work.
 
 usage: python_attr_bench.py BUILD_DIR [--python PYTHON] [--rounds R] [--count N]
        (the rank's part: python_attr_bench.py --worker N)
@@ -84,6 +85,7 @@ def main():
         return worker(a.worker)
     sys.path.insert(0, os.path.join(HERE, "..", "tests"))
     import mpi_config  # noqa: E402
+    import report_files  # noqa: E402
     build = os.path.abspath(a.build)
     mpi = mpi_config.load(build)
     base_env = mpi.env()
@@ -99,6 +101,10 @@ def main():
             line = [x for x in p.stdout.splitlines() if x.startswith("RESULT ")]
             if p.returncode != 0 or not line:
                 sys.exit(f"{name}: failed ({p.returncode}): {p.stdout[-2000:]} {p.stderr[-2000:]}")
+            if mode is not None:
+                problems, _ = report_files.ran(os.path.join(out, "report.json"), 1, mode)
+                if problems:
+                    sys.exit(f"{name}: attrcheck did not run: " + "; ".join(problems))
             for op, ns in json.loads(line[0][7:]).items():
                 samples[name][op].append(ns)
     med = {name: {op: statistics.median(v) for op, v in ops.items()} for name, ops in samples.items()}

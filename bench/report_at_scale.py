@@ -5,7 +5,8 @@ here), natively and under attrcheck (the launcher, shadow mode), in one interlea
 half a rank's own). Prints, per point, the MPI_Finalize time (the slowest rank's) and the whole
 run's time with their ratios to native (medians over the rounds), the files created in and left
 in the output directory, and the bytes the gather sent per rank (from the gathered report).
-A benchmark: it reports numbers and asserts nothing.
+A benchmark: it reports numbers and asserts no threshold; it fails if a checked run's report does
+not show attrcheck at work in every rank (report_files.ran) or holds no gathered report.
 
 usage: report_at_scale.py BUILD_DIR [--ranks 16,64,256] [--findings 0,1,10,1000] [--rounds 2]
                           [--mode shadow]
@@ -25,6 +26,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 import mpi_config  # noqa: E402
+import report_files  # noqa: E402
 
 IN_CREATE, IN_NONBLOCK = 0x100, 0o4000
 
@@ -73,13 +75,17 @@ def run_once(cfg, build, np, findings, mode, libc):
         created = created_names(watch)
         os.close(watch)
         left = sorted(os.listdir(out))
-        try:
-            with open(os.path.join(out, "report.json")) as f:
-                report = json.load(f)
-            gathered = (report.get("gathers") or [{}])[0]
-        except (OSError, ValueError):
-            pass
+        path = os.path.join(out, "report.json")
+        problems, _ = report_files.ran(path, np, mode, calls_made=findings > 0)  # 0: MPI_Init, MPI_Finalize
+        if not problems:
+            with open(path) as f:
+                gathers = json.load(f).get("gathers") or []
+            if len(gathers) != 1:
+                problems.append(f"{path}: {len(gathers)} gathered reports merged in, expected the job's one")
+            gathered = (gathers or [{}])[0]
         shutil.rmtree(out, ignore_errors=True)
+        if problems:
+            raise SystemExit(f"{' '.join(command)}: attrcheck did not run: " + "; ".join(problems))
     return max(times), wall, created, left, gathered
 
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Scale benchmark of the report tools: N rank reports with F findings each (realistic: stacks,
 provenance, sites shared across ranks), merged and summarized with attrcheck-report. Prints wall
-time, CPU time (user + system) and peak memory of each step (a benchmark: no thresholds;
-docs/performance.md compares them with the targets of <= 3 s and <= 256 MiB for 4096 x 100).
+time, CPU time (user + system) and peak memory of each step, and what the merge holds; it fails if
+the merge lost a rank (a benchmark: no thresholds; docs/performance.md compares them with the
+targets of <= 3 s and <= 256 MiB for 4096 x 100).
 
 usage: report_scale.py BUILD_DIR [--ranks N] [--findings F]
 """
@@ -16,6 +17,9 @@ import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+import report_files  # noqa: E402  (a merged report's ranks)
 
 RULES = [("keyval.freed", "error"), ("keyval.double-free", "error"), ("keyval.kind-mismatch", "error"),
          ("attr.leak", "warning"), ("keyval.leak", "warning"), ("deprecated.call", "warning"),
@@ -78,6 +82,14 @@ def main():
         merged = os.path.join(work, "merged.json")
         t, cpu, mem = timed([tool, "merge", work, "-o", merged])
         print(f"merge   : {t:6.2f} s, {cpu:6.2f} s CPU, peak {mem:6.0f} MiB   (target <= 3 s, <= 256 MiB)")
+        with open(merged) as f:
+            report = json.load(f)
+        ranks = len(report_files.rank_entries(report))
+        occurrences = sum(f.get("count", 1) for f in report.get("findings", []))
+        print(f"merged  : {ranks} rank reports, {len(report.get('findings', []))} distinct findings, "
+              f"{occurrences} occurrences")
+        if ranks != a.ranks:
+            sys.exit(f"report_scale: the merge of {a.ranks} rank reports holds {ranks} ranks")
         t, cpu, mem = timed([tool, "summary", merged])
         print(f"summary : {t:6.2f} s, {cpu:6.2f} s CPU, peak {mem:6.0f} MiB   (of the merged report)")
         t, cpu, mem = timed([tool, "summary", work])
