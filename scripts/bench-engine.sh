@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The engine benchmark next to Open MPI's own attribute cache, measured in the same run
-# (alternating rounds, best of each), so the comparison survives a shared, noisy machine.
+# The engine benchmark next to the MPI library's own attribute cache (Open MPI's in build/),
+# measured in the same run (alternating rounds, best of each), so the comparison survives a
+# shared, noisy machine.
 # Prints ns/op for both, their ratio, and the engine's targets; fails if a row has no figure.
 #   BUILD_DIR=dir   the build (default build; build-mpich: next to MPICH's cache, with its launcher)
 #   ROUNDS=N        rounds (default 3)
