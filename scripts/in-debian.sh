@@ -8,6 +8,10 @@
 # incremental. The command runs in a private mount namespace with /proc, /sys, /dev, /dev/pts
 # and /dev/shm bound in, so nothing stays mounted when it ends, however it ends. Its environment
 # is clean but for CI and the ATTRCHECK_* variables (ATTRCHECK_DEBIAN excepted).
+# SUITE is any suite the archive serves (bookworm, trixie, sid, forky ...).
+# ATTRCHECK_IGNORE_VALID_UNTIL=1: apt in the root does not check the Release file's Valid-Until
+# date, for an archive that serves a frozen snapshot (a mirror of sid taken some time ago); it is
+# never skipped otherwise, and the root made with it says so on every run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 suite=${1:?usage: in-debian.sh SUITE COMMAND...}
@@ -24,8 +28,24 @@ if [ ! -e "$root/.attrcheck-root" ]; then
   echo "in-debian: making a Debian $suite root in $root" >&2
   rm -rf "$root"
   mkdir -p "$roots"
-  mmdebstrap --variant=minbase --include=ca-certificates "$suite" "$root"
+  aptopts=()
+  if [ "${ATTRCHECK_IGNORE_VALID_UNTIL:-0}" = 1 ]; then
+    aptopts=(--aptopt='Acquire::Check-Valid-Until "false"')
+  fi
+  rc=0
+  mmdebstrap --variant=minbase --include=ca-certificates "${aptopts[@]}" "$suite" "$root" || rc=$?
+  if [ $rc -ne 0 ]; then
+    echo "in-debian: mmdebstrap failed (exit $rc)" >&2
+    # 25: apt could not read the archive's lists, e.g. a Release file past its Valid-Until date.
+    [ $rc -eq 25 ] && [ ${#aptopts[@]} -eq 0 ] &&
+      echo "in-debian: if the archive serves a frozen snapshot, ATTRCHECK_IGNORE_VALID_UNTIL=1 skips apt's Valid-Until check" >&2
+    rm -rf "$root"
+    exit $rc
+  fi
   touch "$root/.attrcheck-root"
+fi
+if grep -qs 'Check-Valid-Until "false"' "$root"/etc/apt/apt.conf.d/*; then
+  echo "in-debian: the $suite root's apt does not check the archive's Valid-Until date (made with ATTRCHECK_IGNORE_VALID_UNTIL=1)" >&2
 fi
 cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
 
