@@ -101,17 +101,6 @@ class Program:
         out.append({"op": "finalize"})
         return out
 
-    def uses_deprecated(self):
-        """The deprecated calls the program makes (each draws deprecated.call)."""
-        calls = set()
-        for op in self.ops():
-            if op["op"] == "kv_create" and self.keyvals[op["k"]]["deprecated"]:
-                calls.add("MPI_Keyval_create")
-            if op.get("deprecated"):
-                calls.add({"set": "MPI_Attr_put", "get": "MPI_Attr_get", "delete": "MPI_Attr_delete",
-                           "kv_free": "MPI_Keyval_free"}[op["op"]])
-        return calls
-
 
 def epilogue(m, p):
     """Ops that free everything the body left live (windows, MPI_COMM_WORLD's attributes, objects,
@@ -247,11 +236,14 @@ class Gen:
             objs = [self.m.objs[1]] if choice == "self" else [o for o in self.live_objs() if self.live_keys(o.kind)]
             if not objs:
                 return
-            o = r.choice(objs)
+            # half the time an object that carries attributes already: replacing sets, several keys
+            carrying = [o for o in objs if o.attrs]
+            o = r.choice(carrying if carrying and r.random() < 0.5 else objs)
             keys = self.live_keys(o.kind)
             if not keys:
                 return
-            k = r.choice(keys)
+            present = [k for k in keys if k.idx in o.attrs]
+            k = r.choice(present if present and choice == "set" and r.random() < 0.4 else keys)
             depr = self.deprecated and o.kind == K_COMM and r.random() < 0.12
             if choice == "get":
                 self.emit({"op": "get", "o": o.idx, "k": k.idx, "deprecated": depr})
