@@ -31,7 +31,6 @@ import re
 import shutil
 import subprocess
 import sys
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -338,10 +337,7 @@ def classify(run):
                 if nat is not None and sh == nat:
                     pass  # the library's own divergence, forwarded faithfully
                 elif rank in native_div and native_div[rank][0] == d[0]:
-                    pass
-                elif nat is not None and not diff_class(sh, want["native"][rank]) is None and rank in native_div \
-                        and sh == want["native"][rank]:
-                    pass
+                    pass  # the same divergence natively, met at another call (the library's order differs)
                 else:
                     dn = diff_class(sh, nat) if nat is not None else d
                     add(f"shadow: {(dn or d)[0]}", "attrcheck", {"rank": rank, "vs": "native" if dn else "model",
@@ -444,13 +440,14 @@ def shrink(build, prog, np, cls, workdir, budget=120, modes=None):
     """A smaller body (delta debugging) whose program still shows `cls`; returns (program, tests run)."""
     modes = modes or modes_for(cls)
     tests = [0]
-    lock = threading.Lock()
 
-    def fails(body):
+    def fails(body, keyvals=None):
         if tests[0] >= budget:
             return False
         tests[0] += 1
         cand = prog.copy(body)
+        if keyvals is not None:
+            cand.keyvals = keyvals
         d = os.path.join(workdir, f"try{tests[0]}")
         try:
             r = Run(build, cand, np, d, modes=modes)
@@ -485,16 +482,8 @@ def shrink(build, prog, np, cls, workdir, budget=120, modes=None):
             trial[i][field] = plain
             if field == "act":
                 trial[i]["when"] = 0
-            cand = prog.copy(body)
-            cand.keyvals = trial
-            saved = prog.keyvals
-            # fails() copies prog: give it the trial tables
-            prog.keyvals = trial
-            try:
-                if fails(body):
-                    kvs = trial
-            finally:
-                prog.keyvals = saved
+            if fails(body, trial):
+                kvs = trial
     small = prog.copy(body)
     small.keyvals = kvs
     return small, tests[0]
