@@ -127,11 +127,12 @@ def bench_engine():
 
 
 def bench_overhead():
-    """bash scripts/bench-overhead.sh for this build: every part at its smallest (N = 128, one
-    round, MPI_THREAD_MULTIPLE as the other thread level, ph5example and `true` as the whole
-    programs)."""
+    """bash scripts/bench-overhead.sh for this build: every part at its smallest (N = 128 and
+    native against shadow under callgrind, one round, MPI_THREAD_MULTIPLE as the other thread
+    level, ph5example and `true` as the whole programs)."""
     need_valgrind()
-    env = dict(BUILDS=BUILD, COUNT="128", ROUNDS="1", THREADS="multiple", CLIENTS="hdf5 true")
+    env = dict(BUILDS=BUILD, COUNT="128", CONFIGS="native shadow", ROUNDS="1", THREADS="multiple",
+               CLIENTS="hdf5 true")
     if not os.path.exists(os.path.join(BUILD, "tests", "real", "hdf5_ph5example")):
         env["SKIP"] = "real"
         print("the real-client tests are off: the whole-program part is left out")
@@ -143,7 +144,7 @@ def bench_overhead():
             "MPI_THREAD_MULTIPLE: time per call, 1 interleaved rounds"]
     if [h.split(" ", 2)[2] for h in heads[:4]] != want:
         fail(f"bench-overhead: parts {heads}", out)
-    per_call_table(parts[1], ["native", "shadow", "emulate"], "bench-overhead, callgrind")
+    per_call_table(parts[1], ["native", "shadow"], "bench-overhead, callgrind")
     rows(parts[2], PER_CALL, 4 + 3, "bench-overhead, time")
     per_call_table(parts[3], ["native", "shadow"], "bench-overhead, callgrind at MULTIPLE")
     rows(parts[4], PER_CALL, 4 + 3, "bench-overhead, time at MULTIPLE")
