@@ -515,7 +515,7 @@ def describe(cls, run, item):
         for f in (r.get("findings") or []):
             lines.append(f"  {f['severity']} {f['rule']}: {f['message']}")
         for rank, t in sorted(r["traces"].items()):
-            lines.append(f"  rank {rank} trace:")
+            lines.append(f"  rank {rank} trace (a call's line follows the lines of the callbacks it ran):")
             lines += ["    " + x for x in t if not x.startswith("#")]
     return "\n".join(lines)
 
