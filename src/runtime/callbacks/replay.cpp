@@ -2,7 +2,7 @@
 // runs the library made, and whatever the library ran that the model did not ask for reported.
 #include "runtime/callbacks/replay.hpp"
 
-#include "runtime/profile/kept_values.hpp"
+#include "runtime/callbacks/kept_values.hpp"
 #include "runtime/profile/mpi_profile.hpp"
 #include "runtime/process/findings.hpp"
 #include "runtime/process/keyvals.hpp"
@@ -122,7 +122,7 @@ bool may_be_on(const Observation& o, ObjectKind kind, Handle object) noexcept {
   const bool optional = r.lenient || c.cause == CallbackCause::DupRollback ||
                         (c.cause == CallbackCause::Finalize && c.object != state().self);
   if (!optional) {
-    kept_value_if_known(*r.call, c.kind, c.object, c.keyval, c.value);  // (profile/kept_values.hpp)
+    kept_value_if_known(*r.call, c.kind, c.object, c.keyval, c.value);  // (kept_values.hpp)
     divergence(*r.call, "did not run a delete callback the standard requires", true, user_key,
                DivergenceSite::MissingCallback);
   }
@@ -151,7 +151,7 @@ void ReplayScope::finish() {
   for (const Observation& o : replay_.seen) {
     if (o.used) continue;
     // The library acting on a value it kept where a replacing set should have deleted it: the
-    // known divergence, noted (profile/kept_values.hpp).
+    // known divergence, noted (kept_values.hpp).
     if (kept_value_run(*replay_.call, o)) continue;
     // A delete callback for an object the model does not hold: an object the library made
     // internally, or a deletion it deferred past the free (reported there). Not a new finding;

@@ -4,7 +4,7 @@
 
 #include "runtime/hooks/hook_common.hpp"
 #include "runtime/hooks/window_base.hpp"
-#include "runtime/profile/kept_values.hpp"
+#include "runtime/callbacks/kept_values.hpp"
 
 namespace attrcheck::rt {
 

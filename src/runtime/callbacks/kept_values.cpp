@@ -1,5 +1,5 @@
 // The values MPICH keeps where a replacing set should have deleted them (kept_values.hpp).
-#include "runtime/profile/kept_values.hpp"
+#include "runtime/callbacks/kept_values.hpp"
 
 #include <cstring>
 #include <mutex>
