@@ -34,10 +34,11 @@ class Behaviour:
     type_free_defers: bool = False      # type-free-defers-delete-callbacks
     self_first_set_order: bool = False  # self-delete-order-ignores-reset
     world_deleted_at_finalize: bool = False  # world-attributes-deleted-at-finalize (BEHAVIOUR)
-    win_internal_dup: bool = False      # MPI_Win_create / _allocate dup the communicator with its attributes
+    win_internal_dup: bool = False      # win-constructors-dup-communicator: MPI_Win_create / _allocate
+                                        # dup the communicator with its attributes
 
     @staticmethod
-    def for_run(profile, run, win_internal_dup=True):
+    def for_run(profile, run):
         """The model of a `run` ("native", "shadow": the library's; "emulate": the standard's,
         with the release's BEHAVIOURs) on the release `profile` (tests/mpi_config.py)."""
         lib = run in ("native", "shadow")
@@ -46,7 +47,7 @@ class Behaviour:
             type_free_defers=lib and "type-free-defers-delete-callbacks" in div,
             self_first_set_order=lib and "self-delete-order-ignores-reset" in div,
             world_deleted_at_finalize=bool(profile.get("world-attributes-deleted-at-finalize")),
-            win_internal_dup=lib and win_internal_dup)
+            win_internal_dup=lib and "win-constructors-dup-communicator" in div)
 
 
 class Key:
