@@ -80,9 +80,9 @@ void kept_value_if_known(const Call& call, ObjectKind kind, Handle object, int e
   if (listed(DivergenceSite::MissingCallback, call, kKeeps)) remember(kind, object, engine_key, value);
 }
 
-bool kept_value_run(const Call& call, const Observation& o) noexcept {
+bool kept_value_run(const Call& call, const Observation& o, bool twice) noexcept {
   if (!release_has(release(), kKeeps)) return false;
-  if (!find(o.kind, o.object, o.engine_id, o.value_in, !o.copy)) return false;
+  if (!find(o.kind, o.object, o.engine_id, o.value_in, !o.copy) && !(twice && o.kind != ObjectKind::Comm)) return false;
   if (o.copy && o.rc == MPI_SUCCESS && o.flag == 1) remember(o.kind, kAnyObject, o.engine_id, o.value_out);
   divergence(call, o.copy ? "copied a value a replacing set kept" : "deleted a value a replacing set kept", true,
              user_key(o.engine_id), DivergenceSite::KeptValue);

@@ -22,9 +22,13 @@ struct Observation;
 void kept_value_if_known(const Call& call, ObjectKind kind, Handle object, int engine_key, std::uint64_t value) noexcept;
 
 // Whether the run `o`, which no model call asked for, is the library acting on a value it kept:
-// then it has been noted (library.divergence) and is accounted for. A delete forgets the value; a
-// copy that kept it (flag 1) remembers the copy's value, on whatever object the copy went to.
-bool kept_value_run(const Call& call, const Observation& o) noexcept;
+// then it has been noted (library.divergence) and is accounted for. It is if the value was seen
+// kept, or if the model took another run for the same attribute in this call (`twice`: a datatype
+// or window attribute copied or deleted twice holds two values, which is this divergence; so a
+// kept value is known even where its set ran no callback to miss, a keyval with no delete
+// function). A delete forgets the value; a copy that kept it (flag 1) remembers the copy's value,
+// on whatever object the copy went to.
+bool kept_value_run(const Call& call, const Observation& o, bool twice) noexcept;
 
 // Whether the library's answer `value` to a get of `engine_key` on `object` is a value it kept
 // (a replacing set kept it, and deleting the attribute then left it): noted, as the same divergence.

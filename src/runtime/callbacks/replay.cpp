@@ -38,12 +38,35 @@ void mark_used(Replay& r, Observation& o) noexcept {
   while (r.used_below < r.seen.size() && first[r.used_below].used) ++r.used_below;
 }
 
+// The library's unused run of the copy (`copy`) or delete callback of `keyval` on `object`: the
+// one passed `value` if there is one (`by_value`), else the first. Two runs for one attribute are
+// a library holding two values under one keyval (a profile's KeptValue divergence): the one with
+// the model's value is the model's, and the other is left for finish() to account for.
+Observation* find_run(Replay& r, bool copy, Handle object, int keyval, std::uint64_t value, bool by_value) noexcept {
+  Observation* first = nullptr;
+  for (Observation* p = unused_begin(r); p != r.seen.end(); ++p) {
+    Observation& o = *p;
+    if (o.used || o.copy != copy || o.object != object || o.engine_id != keyval) continue;
+    if (!by_value || o.value_in == value) return &o;
+    if (!first) first = &o;
+  }
+  return first;
+}
+
+// Whether the model took another run of `o`'s callback for the same attribute (the same object
+// and keyval, both copies or both deletes).
+bool ran_again(const Replay& r, const Observation& o) noexcept {
+  for (const Observation& x : r.seen)
+    if (&x != &o && x.used && x.copy == o.copy && x.kind == o.kind && x.object == o.object && x.engine_id == o.engine_id)
+      return true;
+  return false;
+}
+
 }  // namespace
 
 int replay_copy(Replay& r, const CopyCall& c, std::uint64_t* out, int* flag) {
-  for (Observation* p = unused_begin(r); p != r.seen.end(); ++p) {
+  if (Observation* p = find_run(r, true, c.old_object, c.keyval, c.value_in, true)) {
     Observation& o = *p;
-    if (o.used || !o.copy || o.object != c.old_object || o.engine_id != c.keyval) continue;
     mark_used(r, o);
     if (o.value_in != c.value_in)
       value_divergence(r, "copy", o.value_in, c.value_in, record_for(c.keyval) ? record_for(c.keyval)->user_id : c.keyval);
@@ -86,12 +109,11 @@ bool may_be_on(const Observation& o, ObjectKind kind, Handle object) noexcept {
       break;
     }
   }
-  for (Observation* p = unused_begin(r); p != r.seen.end(); ++p) {
+  const bool comparable = c.lang == Binding::C && c.repr == Binding::C;
+  if (Observation* p = find_run(r, false, c.object, c.keyval, c.value, comparable)) {
     Observation& o = *p;
-    if (o.used || o.copy || o.object != c.object || o.engine_id != c.keyval) continue;
     mark_used(r, o);
-    if (c.lang == Binding::C && c.repr == Binding::C && o.value_in != c.value)
-      value_divergence(r, "delete", o.value_in, c.value, user_key);
+    if (comparable && o.value_in != c.value) value_divergence(r, "delete", o.value_in, c.value, user_key);
     return o.rc;
   }
   // A Fortran delete callback the library ran for this keyval, but passed another object's handle
@@ -152,7 +174,7 @@ void ReplayScope::finish() {
     if (o.used) continue;
     // The library acting on a value it kept where a replacing set should have deleted it: the
     // known divergence, noted (kept_values.hpp).
-    if (kept_value_run(*replay_.call, o)) continue;
+    if (kept_value_run(*replay_.call, o, ran_again(replay_, o))) continue;
     // A delete callback for an object the model does not hold: an object the library made
     // internally, or a deletion it deferred past the free (reported there). Not a new finding;
     // where the profile lists it at this call (a window's internal communicator, at

@@ -12,7 +12,8 @@
  * attrcheck they are not the ones it sees), so it sets two keys in both orders, one object each:
  * one of the two objects meets it. Shadow mode notes it (library.divergence) and whatever follows
  * from the kept value, never at the program's call; emulate mode serves the attributes itself,
- * as the standard says (checked below). */
+ * as the standard says (checked below). The same with keyvals that have no delete function, where
+ * the kept value first shows when MPI_Type_dup copies it. */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -117,6 +118,26 @@ int main(int argc, char** argv) {
   const int win_free_deletes = free_deletes;
   MPI_Win_free_keyval(&a);
   MPI_Win_free_keyval(&b);
+
+  /* Datatypes whose keyvals have no delete function: the set that keeps the old value has no
+   * callback to miss, and the kept value first shows at the dup, copied beside the new one. */
+  copies = 0;
+  MPI_Type_create_keyval(type_copy, MPI_TYPE_NULL_DELETE_FN, &a, NULL);
+  MPI_Type_create_keyval(type_copy, MPI_TYPE_NULL_DELETE_FN, &b, NULL);
+  for (int i = 0; i < 2; ++i) {
+    const int first = i ? b : a, twice = i ? a : b;
+    MPI_Type_contiguous(4 + i, MPI_INT, &t[i]);
+    MPI_Type_set_attr(t[i], first, V(400 + i));
+    MPI_Type_set_attr(t[i], twice, V(500 + i));
+    MPI_Type_set_attr(t[i], twice, V(600 + i));
+    MPI_Type_dup(t[i], &d[i]);
+    MPI_Type_free(&d[i]);
+    MPI_Type_free(&t[i]);
+  }
+  const int null_delete_copies = copies;
+  MPI_Type_free_keyval(&a);
+  MPI_Type_free_keyval(&b);
+  if (emulate && null_delete_copies != 4) ++failures;
 
   printf("replacing_set_keeps_old_value: datatypes: %d delete callbacks in 2 replacing sets, %d copies in 2 dups, "
          "%d deletes after; windows: %d in 2 replacing sets, %d after\n",
