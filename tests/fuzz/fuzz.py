@@ -373,8 +373,12 @@ def classify(run):
             cls = f"finding {mode}: {f['rule']} at {call}: {norm(f['message'])}"
             owner = "attrcheck"
             if f["rule"] == "impl.divergence" and mode == "shadow" and native_div:
-                # the library departed from the model here natively too: attrcheck is right to say so
-                if i is None or any(d[1] is not None and group_op(res, rank, d[1]) == i for rank, d in native_div.items()):
+                # the library departed from the model here natively too: attrcheck is right to say
+                # so, unless the release's profile lists that divergence (then it is a note)
+                here = [d for rk, d in native_div.items() if i is None or (d[1] is not None and group_op(res, rk, d[1]) == i)]
+                profiled = [d for d in here if (known_for(f"native: {d[0]}", run.b.cfg.library) or {}).get("profile")
+                            in profile.get("divergences", {})]
+                if here and not profiled:
                     owner = "library"
             add(cls, owner, {"message": f["message"], "op": i})
         for call in sorted(deprecated - seen_depr):
