@@ -31,7 +31,15 @@ struct Appender {
   void put(const char* s) noexcept;
   void num(long long v) noexcept;
   void hex(unsigned long long v) noexcept;
+  // A keyval as the library's users know it: a decimal number (Open MPI's small integers), or,
+  // once set_keyvals_in_hex(true), its 32 bits in hex (MPICH's keyvals are handles, 0xa4400001,
+  // that read as negative decimals). Async-signal-safe.
+  void keyval(long long v) noexcept;
 };
+
+// How Appender::keyval writes keyvals for the rest of the process (the runtime sets it once, for
+// the library it was built against, before any finding).
+void set_keyvals_in_hex(bool hex) noexcept;
 
 // A stack as stored in a finding: plain data, resolved to module + offset when recorded.
 inline constexpr int kStackFrames = 16;

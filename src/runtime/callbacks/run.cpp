@@ -28,7 +28,7 @@ void callback_detail(char* buf, std::size_t size, const char* what, const void* 
     a.hex(reinterpret_cast<std::uintptr_t>(fn));
   }
   a.put(" of keyval ");
-  a.num(keyval);
+  a.keyval(keyval);
   a.put(tail);
 }
 

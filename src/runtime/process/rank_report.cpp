@@ -47,7 +47,7 @@ void on_fatal_signal(int sig, siginfo_t* info, void* context) {
     a.put(cb->copy ? "copy callback " : "delete callback ");
     a.hex(reinterpret_cast<std::uintptr_t>(cb->fn));  // dladdr is not async-signal-safe
     a.put(" of keyval ");
-    a.num(cb->keyval);
+    a.keyval(cb->keyval);
     a.put(" received signal ");
     a.num(sig);
     a.put(" during ");
