@@ -23,7 +23,24 @@ void started(int provided) {
   // (Emulate mode defers the sets that run no callback the same way: set_path.hpp.)
   // In a program whose Python frames are read, a deferred set keeps its Python frames, taken when
   // it is deferred (by the time it is applied they are gone).
+  // MPICH's keyvals are handles (0xa4400001): messages write them in hex, as its users know them.
+#if defined(MPICH_VERSION)
+  set_keyvals_in_hex(true);
+#endif
   python::init();
+  if (const char* unread = python::unread_version(); unread[0]) {
+    // A Python whose frames are not read: said once, at no call site (tool.python-frames).
+    char detail[192];
+    std::snprintf(detail, sizeof detail,
+                  "Python %s: attrcheck reads the Python frames of Python %s only; this run's stacks have no "
+                  "Python frames",
+                  unread, python::read_versions());
+    FindingInput in;
+    in.rule = Rule::ToolPythonFrames;
+    in.detail = detail;
+    in.no_stack = true;
+    report(in);
+  }
   g_fast.python_sites = python::active();
   const bool defer = r.mode == Mode::Shadow || r.mode == Mode::Emulate;
   if (python::active() && r.provenance_stacks) {  // keyval provenance: with the Python frames

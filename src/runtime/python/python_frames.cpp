@@ -44,6 +44,7 @@ struct Api {
 };
 Api g_api;
 char g_version[16] = "";
+char g_unread[16] = "";  // a Python found but not read (unread_version)
 
 template <typename Fn>
 bool find(Fn& fn, const char* name) noexcept {
@@ -74,6 +75,8 @@ bool resolve(Api& a) noexcept {
   const auto* hex = static_cast<const unsigned long*>(dlsym(RTLD_DEFAULT, "Py_Version"));  // 3.11 on
   if (!hex) return false;
   const int major = static_cast<int>((*hex >> 24) & 0xff), minor = static_cast<int>((*hex >> 16) & 0xff);
+  // Until everything below is found, this Python is one whose frames are not read.
+  std::snprintf(g_unread, sizeof g_unread, "%d.%d", major, minor);
   a.version = nullptr;
   for (const PythonVersion& v : kPythonVersions)
     if (v.major == major && v.minor == minor) a.version = &v;
@@ -95,6 +98,7 @@ bool resolve(Api& a) noexcept {
   if (!s.address || !dl_iterate_phdr(find_segment, &s)) return false;
   set_python_interpreter_range(reinterpret_cast<const void*>(s.begin), reinterpret_cast<const void*>(s.end));
   std::snprintf(g_version, sizeof g_version, "%d.%d", major, minor);
+  g_unread[0] = '\0';
   return true;
 }
 
@@ -172,6 +176,22 @@ void init() noexcept {
 }
 
 const char* version() noexcept { return g_interpreter ? g_version : ""; }
+
+const char* unread_version() noexcept { return g_interpreter ? "" : g_unread; }
+
+const char* read_versions() noexcept {
+  struct List {
+    char text[8 * (sizeof kPythonVersions / sizeof kPythonVersions[0]) + 1] = "";
+  };
+  static const List list = [] {
+    List l;
+    std::size_t n = 0;
+    for (const PythonVersion& v : kPythonVersions)
+      n += static_cast<std::size_t>(std::snprintf(l.text + n, sizeof l.text - n, "%s%d.%d", n ? ", " : "", v.major, v.minor));
+    return l;
+  }();
+  return list.text;
+}
 
 int capture(void** out, int max) noexcept {
   if (!g_interpreter || max <= 0) return 0;

@@ -17,6 +17,12 @@ inline bool active() noexcept { return g_interpreter != nullptr; }
 void init() noexcept;
 // The Python version found ("3.11"), or "" when none is read.
 const char* version() noexcept;
+// The version of a Python the process runs whose frames are not read (one python_profile.hpp
+// does not list, or whose C API lacks a function the walk needs), or "": a note for the report.
+// ATTRCHECK_PYTHON_FRAMES=0 asks for none, and gets no note.
+const char* unread_version() noexcept;
+// The versions read, "3.11, 3.12, ...".
+const char* read_versions() noexcept;
 
 // This thread's Python frames, innermost first, as tagged words (python_frame_word), at most
 // `max`. 0 when the thread holds no GIL (a call made from C with the GIL released, a thread

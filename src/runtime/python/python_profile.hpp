@@ -7,7 +7,7 @@
 //   PyThreadState_GetFrame, PyFrame_GetBack, PyFrame_GetCode (new references),
 //   PyFrame_GetLasti (3.11), PyFrame_GetLineNumber, PyObject_GetAttrString (co_filename,
 //   co_qualname: 3.11), PyUnicode_AsUTF8, PyErr_Occurred / PyErr_Clear / PyErr_Fetch /
-//   PyErr_Restore (deprecated in 3.12, still exported in 3.13), PyGC_Disable /
+//   PyErr_Restore (deprecated in 3.12, still exported in 3.13 and 3.14), PyGC_Disable /
 //   PyGC_Enable (3.10), Py_IncRef / Py_DecRef, Py_IsInitialized, Py_Version (3.11).
 // Not all of these are in the limited API: PyFrame_GetBack and PyFrame_GetLasti are in CPython's
 // cpython/ headers, and so are both versions' thread-state getters below (3.11's is private); all
@@ -16,7 +16,8 @@
 // Frame objects: PyThreadState_GetFrame and PyFrame_GetBack make a frame object for an
 // interpreter frame that has none yet (3.11 on). That allocation may collect garbage: 3.11 then
 // collects at once (_PyObject_GC_Link), running finalizers that may call MPI inside the hook, so
-// the walk runs with the collector disabled (and restored); 3.13 only schedules a collection.
+// the walk runs with the collector disabled (and restored); 3.12 on only schedule a collection.
+// A version not listed gets a note in the report (tool.python-frames) and no Python frames.
 #pragma once
 
 namespace attrcheck::rt::python {
@@ -30,9 +31,14 @@ enum class GilCheck {
   // not enough: it answers 1 whenever its checks are off (a subinterpreter was made) or its TSS
   // key is gone (before initialization, after finalization).
   HolderIsThisThread,
-  // 3.13: PyThreadState_GetUnchecked() is this thread's attached thread state (a thread-local,
-  // null while the thread is detached, i.e. has released the GIL); attached means it holds the
-  // GIL (or, free-threaded, may run Python): its frames are its own.
+  // 3.12 on: the thread state read is this thread's attached one (a thread-local, null while the
+  // thread is detached, i.e. has released the GIL); attached means it holds the GIL (or,
+  // free-threaded, may run Python): its frames are its own. 3.12 reads it with
+  // _PyThreadState_UncheckedGet() (Python/pystate.c: current_fast_get(), the thread-local
+  // _Py_tss_tstate that _swap_thread_states() clears when PyEval_SaveThread detaches); 3.13 and
+  // 3.14 with PyThreadState_GetUnchecked() (the same thread-local; 3.14 keeps
+  // _PyThreadState_UncheckedGet only as a static inline alias in cpython/pystate.h, so it is no
+  // longer exported).
   AttachedState,
 };
 
@@ -44,7 +50,9 @@ struct PythonVersion {
 
 inline constexpr PythonVersion kPythonVersions[] = {
     {3, 11, GilCheck::HolderIsThisThread, "_PyThreadState_UncheckedGet"},
+    {3, 12, GilCheck::AttachedState, "_PyThreadState_UncheckedGet"},
     {3, 13, GilCheck::AttachedState, "PyThreadState_GetUnchecked"},
+    {3, 14, GilCheck::AttachedState, "PyThreadState_GetUnchecked"},
 };
 
 }  // namespace attrcheck::rt::python
