@@ -135,7 +135,13 @@ def datatype_decoding():
     check("envelope of struct is a struct", struct.Get_envelope()[-1] == MPI.COMBINER_STRUCT, True)
     contents = struct.Get_contents()
     ints, addrs, types = contents[0], contents[1], contents[-1]
-    check("contents of struct", (ints, addrs), ([3, 1, 2, 1], [0, 8, 24]))
+    # mpi4py 4 makes the struct with MPI_Type_create_struct_c where the library has it, and such a
+    # datatype may give its integers and addresses back as large counts (MPI-4.0 5.1.13): Open MPI
+    # 6.0 returns all seven there (the count, the block lengths, the displacements), with no
+    # integers or addresses; MPICH, Open MPI 4.1 and 5.0 in the integers and addresses.
+    counts = contents[2] if len(contents) == 4 else []
+    got = (ints, addrs) if ints or addrs or not counts else (counts[:4], counts[4:])
+    check("contents of struct", got, ([3, 1, 2, 1], [0, 8, 24]))
     for inner in types:  # the standard: the caller frees derived types get_contents returns
         if not inner.is_predefined:
             inner.Free()

@@ -1,5 +1,7 @@
 // The object hooks: dup, constructors, calls that hand out handles, free. The checks they share
 // with the other hooks are in hook_common.hpp.
+#include <dlfcn.h>
+
 #include <vector>
 
 #include "runtime/hooks/hook_common.hpp"
@@ -315,7 +317,19 @@ int on_free(const Call& call, Handle h, const FnRef<int()>& forward) {
   return rc;
 }
 
+// How many datatypes MPI_Type_get_contents(_c) returned for `type` (at most `max`). Asked with
+// MPI_Type_get_envelope_c where the library has it (MPI-4.0): a datatype made with large counts
+// (MPI_Type_create_struct_c & co: mpi4py 4 makes them so) has an envelope only there, and
+// MPI_Type_get_envelope fails on it (Open MPI 6.0: MPI_ERR_TYPE, on MPI_COMM_WORLD's handler).
 int contents_datatypes(MPI_Datatype type, int max) noexcept {
+  using EnvelopeC = int (*)(MPI_Datatype, MPI_Count*, MPI_Count*, MPI_Count*, MPI_Count*, int*);
+  static const auto envelope_c = reinterpret_cast<EnvelopeC>(dlsym(RTLD_DEFAULT, "PMPI_Type_get_envelope_c"));
+  if (envelope_c) {
+    MPI_Count ni = 0, na = 0, nc = 0, nd = 0;
+    int combiner = 0;
+    if (envelope_c(type, &ni, &na, &nc, &nd, &combiner) != MPI_SUCCESS || nd < 0) return 0;
+    return nd < max ? static_cast<int>(nd) : max;
+  }
   int ni = 0, na = 0, nd = 0, combiner = 0;
   if (PMPI_Type_get_envelope(type, &ni, &na, &nd, &combiner) != MPI_SUCCESS) return 0;
   return nd < max ? nd : max;
