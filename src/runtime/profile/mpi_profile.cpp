@@ -55,10 +55,25 @@ const ReleaseFacts& release_facts() noexcept {
   return table.facts[static_cast<std::size_t>(release().release)];
 }
 
+namespace {
+// Whether `call` is one of `listed`: "*" (any), or calls separated by '|' (case aside: Fortran's
+// MPI_COMM_FREE is MPI_Comm_free).
+bool call_listed(const char* listed, const char* call) noexcept {
+  if (!std::strcmp(listed, "*")) return true;
+  const std::size_t n = std::strlen(call);
+  for (const char* p = listed;;) {
+    const char* end = std::strchr(p, '|');
+    const std::size_t len = end ? static_cast<std::size_t>(end - p) : std::strlen(p);
+    if (len == n && !strncasecmp(p, call, n)) return true;
+    if (!end) return false;
+    p = end + 1;
+  }
+}
+}  // namespace
+
 const KnownDivergence* known_divergence(DivergenceSite site, const char* call) noexcept {
   for (const KnownDivergence& d : kDivergences)
-    if (d.site == site && call && (!std::strcmp(d.call, "*") || !strcasecmp(d.call, call)) &&
-        release_has(release(), d.id))
+    if (d.site == site && call && call_listed(d.call, call) && release_has(release(), d.id))
       return &d;  // (Fortran: MPI_COMM_FREE)
   return nullptr;
 }
