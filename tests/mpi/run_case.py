@@ -28,7 +28,7 @@ A case is a C, C++ or Fortran program whose first comment lines (// or !) say wh
   // rank-symbolized: none                       no rank report names any frame (no rank finalized)
   // env: NAME=VALUE ...                         extra environment for the case's runs (under
                                                attrcheck and native)
-  // native-skip: STATUS                         a native run comes first: if it ends with STATUS
+  // native-skip: STATUS[, STATUS]               a native run comes first: if it ends with STATUS
                                                (the program found that the library cannot do
                                                here what the case needs, and said why on
                                                stderr), the case is skipped (ctest: skipped)
@@ -290,7 +290,7 @@ def header(source):
                 library, _, reason = body[len("skip-on "):].partition(":")
                 spec["skip_on"][library.strip()] = reason.strip()
             elif body.startswith("native-skip:"):
-                spec["native_skip"] = int(body.split(":", 1)[1])
+                spec["native_skip"] = {int(v) for v in body.split(":", 1)[1].split(",")}
             elif body.startswith("env:"):
                 for item in body.split(":", 1)[1].split():
                     name, _, value = item.partition("=")
@@ -415,7 +415,7 @@ def check_case(a):
     native = None
     if spec["native_skip"] is not None:
         native = subprocess.run(mpirun, env=env, cwd=a.workdir, capture_output=True, text=True, timeout=TIMEOUT)
-        if native.returncode == spec["native_skip"]:
+        if native.returncode in spec["native_skip"]:
             print(f"skipped on {cfg.profile.get('name', cfg.library)}: natively the program ends with "
                   f"{native.returncode}, saying:\n" + native.stderr[-3000:])
             return SKIP
