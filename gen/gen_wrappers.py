@@ -31,7 +31,9 @@ from split_wrappers import split_delete, split_get, split_set  # noqa: E402
 import mpi_header  # noqa: E402
 
 NULL_HANDLE = {"comm": "MPI_COMM_NULL", "type": "MPI_DATATYPE_NULL", "win": "MPI_WIN_NULL"}
-FREE_FN = {"comm": "PMPI_Comm_free", "type": "PMPI_Type_free", "win": "PMPI_Win_free"}
+# (attrcheck's own call, undoing a dup: to the library itself, which no tool sees.)
+FREE_FN = {"comm": "ATTRCHECK_LIBRARY(PMPI_Comm_free)", "type": "ATTRCHECK_LIBRARY(PMPI_Type_free)",
+           "win": "ATTRCHECK_LIBRARY(PMPI_Win_free)"}
 # obtain: how the handles a call returns relate to the ones the user already holds.
 RETURNS = {"alias": "Alias", "same": "Same", "new": "New"}
 
@@ -43,13 +45,26 @@ BINDINGS = {"c": "attrcheck::Binding::C", "aint": "attrcheck::Binding::FortranAi
             "int": "attrcheck::Binding::FortranInt"}
 
 
+def next_hop(fn):  # where a C wrapper's call goes on (the generated chain table below)
+    return f"rt::chain::next_{fn['name']}"
+
+
+def reentry_line(lang):
+    """A C wrapper's first statement: a call the next tool sent back (runtime/process/chain.hpp)
+    goes straight to the library."""
+    name = lang.fn["name"]
+    return (f"  if (__builtin_expect(rt::g_chained, 0) && rt::rechained()) "
+            f"return ATTRCHECK_LIBRARY(P{name})({lang.args});")
+
+
 class C:
-    """How a C wrapper spells things: arguments by value, the result returned, PMPI_ linked."""
+    """How a C wrapper spells things: arguments by value, the result returned, the call passed on
+    to the next MPI_X in load order (a tool's, or the library's PMPI_X: runtime/process/chain.hpp)."""
 
     def __init__(self, fn, params):
         self.fn, self.params = fn, params
         self.args = ", ".join(n for _, n in params)
-        self.call_pmpi = f"P{fn['name']}({self.args})"  # an int expression: the result
+        self.call_pmpi = f"rt::forward({next_hop(fn)}{', ' if self.args else ''}{self.args})"  # the result
         self.caller = "__builtin_return_address(0)"  # where the call came from (split(): a parameter)
 
     def signature(self):
@@ -97,7 +112,7 @@ class C:
         ctype = next(t for t, n in self.params if n == c).rsplit(c, 1)[0].strip()
         dtype = next(t for t, n in self.params if n == d).rsplit(d, 1)[0].strip()
         return (f"[&](void* copy_, void* delete_, std::uint64_t extra_) {{\n"
-                f"        return P{self.fn['name']}(reinterpret_cast<{ctype}>(copy_), reinterpret_cast<{dtype}>(delete_), {kv},\n"
+                f"        return rt::forward({next_hop(self.fn)}, reinterpret_cast<{ctype}>(copy_), reinterpret_cast<{dtype}>(delete_), {kv},\n"
                 f"                       reinterpret_cast<void*>(static_cast<std::uintptr_t>(extra_)));\n"
                 f"      }}")
 
@@ -459,6 +474,16 @@ FAMILIES = {"create_keyval": "Keyval", "free_keyval": "Keyval", "set_attr": "Att
             "alias": "Object", "same": "Object", "new": "Object", "free": "Object"}
 
 
+def chain_link(fn, lang):
+    """(name, profiling twin, whether it is a C wrapper with a next hop, family, binding)."""
+    family = f"static_cast<std::uint8_t>(rt::Family::{FAMILIES[fn['op']]})" if fn["op"] in FAMILIES \
+        else "attrcheck::kCallFamilies"
+    if type(lang) is C:
+        return fn["name"], "P" + fn["name"], True, family, "static_cast<std::uint8_t>(rt::Lang::C)"
+    binding = "F08" if isinstance(lang, F08) else "Fortran"
+    return fn["symbol"], "p" + fn["symbol"], False, family, f"static_cast<std::uint8_t>(rt::Lang::{binding})"
+
+
 def count_line(fn, lang):
     family = FAMILIES[fn["op"]]
     if type(lang) is C:
@@ -481,11 +506,14 @@ def generate(spec, declared, symbols=None, c_symbols=None, ext_header=False):
         '#include "runtime/fast_path.hpp"',
         '#include "runtime/hooks.hpp"',
         '#include "runtime/set_path.hpp"',
+        '#include "runtime/process/chain.hpp"',
         "",
         "namespace rt = attrcheck::rt;",
         "",
     ]
     count = 0
+    links = []  # the chain table's entries (runtime/process/chain.hpp: ChainLink)
+    hops = len(out)  # where each C wrapper's next hop is defined (below, once they are known)
 
     def emit(lang, fn):  # one wrapper, in whichever binding's adapter
         nonlocal count
@@ -497,10 +525,14 @@ def generate(spec, declared, symbols=None, c_symbols=None, ext_header=False):
             lines = split_delete(fn, lang, out_of_line(fn, lang))
         else:
             lines = [lang.signature() + " {"] + body(fn, lang) + ["}"]
-        # The entry point counts the call first (runtime/call_counts.hpp): the report's "intercepted".
+        # The entry point counts the call first (runtime/call_counts.hpp): the report's "intercepted";
+        # before that, a C wrapper passes on a call the next tool sent back.
+        entry = lines.index(lang.signature() + " {")
         if fn["op"] in FAMILIES:
-            entry = lines.index(lang.signature() + " {")
             lines.insert(entry + 1, count_line(fn, lang))
+        if type(lang) is C:
+            lines.insert(entry + 1, reentry_line(lang))
+        links.append(chain_link(fn, lang))
         out.extend(lines)
         out.append("")
         count += 1
@@ -536,6 +568,18 @@ def generate(spec, declared, symbols=None, c_symbols=None, ext_header=False):
     out.append("")
     for fn in f08_entries(spec, symbols):
         emit(F08(fn, parse_params(fn["params"], fn["symbol"])), fn)
+    # Each C wrapper's next hop: the library's PMPI_X until resolve_chain() finds a tool's MPI_X.
+    c_fns = [lk[0] for lk in links if lk[2]]
+    out[hops:hops] = ["namespace attrcheck::rt::chain {"] + \
+        [f"decltype(&P{n}) next_{n} = &P{n};" for n in c_fns] + ["}  // namespace attrcheck::rt::chain", ""]
+    out.append("// Every intercepted entry point, for resolve_chain() (runtime/process/chain.cpp).")
+    out.append("const attrcheck::rt::ChainLink attrcheck::rt::kChainLinks[] = {")
+    for name, pmpi, c, family, binding in links:
+        nxt = f"reinterpret_cast<void**>(&rt::chain::next_{name})" if c else "nullptr"
+        out.append(f'    {{"{name}", "{pmpi}", {nxt}, {family}, {binding}}},')
+    out.append("};")
+    out.append(f"const std::size_t attrcheck::rt::kChainLinkCount = {len(links)};")
+    out.append("")
     out.append(f"// {count} wrappers.")
     return "\n".join(out) + "\n"
 

@@ -40,8 +40,14 @@ Typical uses:
 
 constexpr const char* kFooter = R"(exit status: the command's own status if it failed (signals as 128+N); if it exited 0
 although a rank's own report says it crashed (signal N), 128+N, or every rank was killed
-before it could write its report, 137; otherwise 1 if findings at or above --fail-on were
-reported; otherwise 0. Errors in attrcheck's own arguments exit 2.)";
+before it could write its report, 137; otherwise, unless --fail-on never: 4 if no rank wrote
+a report (attrcheck was not loaded in the ranks: an LD_PRELOAD the command sets replaced it,
+or the command started no MPI program), 3 if a PMPI tool loaded before attrcheck kept the
+calls from it (tool.bypassed), 1 if findings at or above --fail-on were reported; otherwise
+0. Errors in attrcheck's own arguments exit 2.)";
+
+// The exit statuses of a run attrcheck could not check (kFooter).
+constexpr int kExitBypassed = 3, kExitNotLoaded = 4;
 
 const char* const kRankEnv[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
 
@@ -66,6 +72,7 @@ struct Options {
   bool no_default_suppressions = false;
   bool probe_library = false;
   std::string profile;  // --probe-library: the release profile to compare with
+  std::string preload_first;  // libraries to preload before attrcheck (a :-list)
 };
 
 const std::map<std::string, std::vector<std::string>>& choices() {
@@ -81,7 +88,7 @@ const std::map<std::string, std::vector<std::string>>& choices() {
 // is not an option (nor an option's value).
 std::vector<std::string> parse(int argc, char** argv, Options& o) {
   static const char* const kValued[] = {"--mode", "--output", "--on-error", "--fail-on", "--suppressions",
-                                        "--stack-depth", "--provenance", "--profile"};  // (help: below)
+                                        "--stack-depth", "--provenance", "--profile", "--preload-first"};  // (help: below)
   static const char* const kFlags[] = {"--no-default-suppressions", "--probe-library", "-h", "--help", "--version"};
   std::vector<std::string> options, command;
   int i = 1;
@@ -143,6 +150,12 @@ std::vector<std::string> parse(int argc, char** argv, Options& o) {
        "call site only, near free)\n(environment: ATTRCHECK_PROVENANCE)"},
   };
   for (const Valued& v : valued) app.add_option(v.name, *v.value, v.help)->type_name(v.type);
+  app.add_option("--preload-first", o.preload_first,
+                 "preload these libraries (a :-list) before attrcheck, for\n"
+                 "a PMPI tool that must be first; attrcheck's library goes\n"
+                 "before the environment's LD_PRELOAD otherwise (README:\n"
+                 "With other tools)")
+      ->type_name("LIBS");
   app.add_flag("--no-default-suppressions", o.no_default_suppressions,
                "do not apply the default suppressions shipped with attrcheck\n"
                "(lib/attrcheck/default.supp: benign patterns of well-known libraries)");
@@ -285,6 +298,34 @@ int abnormal_end(const Json& merged) {
   return 128 + SIGKILL;
 }
 
+// Whether the gating findings include tool.bypassed.
+bool bypassed(const std::vector<const Json*>& gating) {
+  for (const Json* f : gating)
+    if (text(*f, "rule") == "tool.bypassed") return true;
+  return false;
+}
+
+// No rank wrote a report: says why it may be. An LD_PRELOAD that the command passes its ranks
+// itself (mpirun -x LD_PRELOAD=..., mpiexec -genv LD_PRELOAD ...) replaces the one attrcheck set.
+void not_loaded(const std::string& output, const std::vector<std::string>& command) {
+  std::string setting;
+  for (std::size_t i = 0; i < command.size() && setting.empty(); ++i)
+    if (command[i].rfind("LD_PRELOAD", 0) == 0 && i > 0) setting = command[i - 1] + " " + command[i];
+  if (!setting.empty()) {
+    std::fprintf(stderr,
+                 "attrcheck: no rank wrote a report to %s: the command sets the ranks' LD_PRELOAD itself (%s), "
+                 "which replaces the one attrcheck set, so attrcheck was not loaded. Leave LD_PRELOAD to "
+                 "attrcheck (LD_PRELOAD=TOOL attrcheck -- ... runs TOOL after it; --preload-first TOOL "
+                 "before it)\n",
+                 output.c_str(), setting.c_str());
+    return;
+  }
+  std::fprintf(stderr,
+               "attrcheck: no rank wrote a report to %s: attrcheck was not loaded in the ranks (does the "
+               "command set LD_PRELOAD for them?), or the command started no MPI program\n",
+               output.c_str());
+}
+
 std::string library() {
   std::string path = data_dir();
   path = path.substr(0, path.rfind('/')) + "/libattrcheck.so";  // PREFIX/lib/libattrcheck.so
@@ -325,7 +366,10 @@ int main(int argc, char** argv) {
     if (eq) env.emplace(std::string(*e, static_cast<std::size_t>(eq - *e)), eq + 1);
   }
   std::string preload = env.count("LD_PRELOAD") ? env["LD_PRELOAD"] : "";
-  env["LD_PRELOAD"] = library() + (preload.empty() ? "" : ":" + preload);
+  // attrcheck first, so that the calls it checks reach it before any other PMPI tool's wrapper
+  // (which it then passes them to); --preload-first puts named libraries before it.
+  env["LD_PRELOAD"] = (o.preload_first.empty() ? "" : o.preload_first + ":") + library() +
+                      (preload.empty() ? "" : ":" + preload);
   env["ATTRCHECK_MODE"] = o.mode;
   env["ATTRCHECK_OUTPUT"] = output;
   env["ATTRCHECK_ON_ERROR"] = o.on_error;
@@ -360,11 +404,12 @@ int main(int argc, char** argv) {
     bool mine = false;
     for (const Json* f : gating)
       if (const Json* ranks = member(*f, "ranks")) mine = mine || has_rank(*ranks, rank);
-    return status ? status : (mine ? 1 : 0);
+    if (status) return status;
+    if (mine && o.fail_on != "never" && bypassed(gating)) return kExitBypassed;
+    return mine ? 1 : 0;
   }
-  if (merged["ranks"].empty() && o.mode != "off")
-    std::fprintf(stderr, "attrcheck: no reports were written to %s: did the command start an MPI program?\n",
-                 output.c_str());
+  const bool none = merged["ranks"].empty() && o.mode != "off";
+  if (none) not_loaded(output, command);
   std::fputs(summary_text(merged).c_str(), stderr);
   std::fprintf(stderr, "attrcheck: report: %s/report.json\n", output.c_str());
   if (status) {
@@ -372,5 +417,13 @@ int main(int argc, char** argv) {
     return status;
   }
   if (const int crashed = abnormal_end(merged)) return crashed;
+  if (o.fail_on != "never") {
+    if (none) return kExitNotLoaded;
+    if (bypassed(gating)) {
+      std::fprintf(stderr, "attrcheck: the run was not checked: a PMPI tool loaded before attrcheck kept the calls "
+                   "from it (tool.bypassed; see README, With other tools)\n");
+      return kExitBypassed;
+    }
+  }
   return gating.empty() ? 0 : 1;
 }

@@ -39,6 +39,11 @@ constexpr int kPassThrough = -0x7a77;
 // if the library says it runs, the tool adopts that state as MPI_Init would have set it. False:
 // MPI is not running (not yet, or finalized).
 bool adopt_library_start() noexcept;
+// tool.bypassed, once per process, if a tool loaded before attrcheck kept the calls it checks
+// from it (process/chain.hpp: bypassed).
+void note_bypassed();
+// Gives the report at exit what only the lifecycle hooks know (process/rank_report.hpp).
+void install_exit_hook();
 
 // The common case in one inline test: MPI running, a current call, and a thread that passed the
 // thread-level check with no callback of ours running (t_state.ctx.cb_top). Anything else takes the full

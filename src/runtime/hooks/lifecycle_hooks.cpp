@@ -1,5 +1,7 @@
 // The lifecycle hooks: MPI_Init, MPI_Finalize (the leak findings, the report) and MPI_Abort.
+#include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 
@@ -8,6 +10,7 @@
 #include "runtime/process/gather.hpp"
 #include "runtime/process/rank_report.hpp"
 #include "runtime/python/python_frames.hpp"
+#include "runtime/process/chain.hpp"
 
 namespace attrcheck::rt {
 
@@ -93,14 +96,17 @@ FinalizeWindow* g_window = nullptr;  // set during the library's MPI_Finalize
 int g_self_keyval = MPI_KEYVAL_INVALID;
 int at_self_deleted(MPI_Comm, int, void*, void*);
 
+// The attribute is set in both modes, however MPI was started: its delete callback also tells
+// the runtime that MPI_Finalize began when the call came past the wrapper (a tool loaded before
+// attrcheck called PMPI_Finalize itself: finalize_unseen). Made through the library's own entry
+// points, so no tool sees them.
 void prepare_finalize(bool started_by_init) {
   // Adopted after the program's MPI_Init: MPI_COMM_SELF may hold attributes already, ours would
-  // not be the last one deleted. Then every rank writes its own report.
-  if (!started_by_init) return;
-  prepare_gather();
-  if (!gather_prepared() || state().mode != Mode::Shadow) return;
-  if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, at_self_deleted, &g_self_keyval, nullptr) != MPI_SUCCESS ||
-      PMPI_Comm_set_attr(MPI_COMM_SELF, g_self_keyval, nullptr) != MPI_SUCCESS)
+  // not be the last one deleted, and the ranks did not all start here together. Then every rank
+  // writes its own report.
+  if (started_by_init) prepare_gather();
+  if (ATTRCHECK_LIBRARY(PMPI_Comm_create_keyval)(MPI_COMM_NULL_COPY_FN, at_self_deleted, &g_self_keyval, nullptr) != MPI_SUCCESS ||
+      ATTRCHECK_LIBRARY(PMPI_Comm_set_attr)(MPI_COMM_SELF, g_self_keyval, nullptr) != MPI_SUCCESS)
     g_self_keyval = MPI_KEYVAL_INVALID;
 }
 
@@ -150,6 +156,15 @@ int on_init(const Call&, int, const FnRef<int(int*)>& forward) {
   return rc;
 }
 
+// A run the tool adopts was started past the wrapper: its finalize is learned from the
+// MPI_COMM_SELF attribute (prepare_finalize).
+namespace {
+void adopted(int provided) {
+  begin(provided);
+  prepare_finalize(false);
+}
+}  // namespace
+
 bool adopt_library_start() noexcept {
   static std::mutex mu;
   std::lock_guard<std::mutex> lock(mu);
@@ -159,7 +174,7 @@ bool adopt_library_start() noexcept {
   if (PMPI_Finalized(&finalized) != MPI_SUCCESS || finalized) return false;
   int provided = MPI_THREAD_SINGLE;
   if (PMPI_Query_thread(&provided) != MPI_SUCCESS) provided = MPI_THREAD_SINGLE;
-  begin(provided);
+  adopted(provided);
   return true;
 }
 
@@ -223,8 +238,11 @@ bool gather_now() {
   return gathered;
 }
 
+void finalize_unseen(bool in_library);
+
 int at_self_deleted(MPI_Comm, int, void*, void*) {
   FinalizeWindow* w = g_window;
+  if (!w && phase() == Phase::Running) finalize_unseen(true);  // MPI_Finalize came past the wrapper
   if (!w || w->ran) return MPI_SUCCESS;
   w->ran = true;
   Runtime& r = state();
@@ -255,6 +273,7 @@ int on_finalize(const Call& call, const FnRef<int()>& forward) {
   // gather cannot take them): no file for them meanwhile, on every rank at once. A signal still
   // writes the rank's report.
   if (gather_prepared()) r.journal.hold(true);
+  note_bypassed();  // (in the report the gather makes)
   FinalizeWindow window{&call, {}};
   FinalizeOptions& options = window.options;
   // Both modes do what the library does where the standard is silent (Open MPI 5 does not).
@@ -279,7 +298,7 @@ int on_finalize(const Call& call, const FnRef<int()>& forward) {
   } else {
     ReplayScope replay(call, false);
     replay.order_deletes_on(r.self);
-    g_window = g_self_keyval != MPI_KEYVAL_INVALID ? &window : nullptr;
+    g_window = g_self_keyval != MPI_KEYVAL_INVALID && gather_prepared() ? &window : nullptr;
     rc = library_finalize();
     g_window = nullptr;
     if (window.ran) {  // MPI_COMM_SELF was done in the window: MPI_COMM_WORLD's step now
@@ -312,6 +331,101 @@ int on_finalize(const Call& call, const FnRef<int()>& forward) {
   print_summary();
   return rc;
 }
+
+namespace {
+
+const Api kFinalizeUnseen{"MPI_Finalize", ObjectKind::Comm, nullptr};
+}  // namespace
+void note_bypassed();
+namespace {
+bool g_leaks_deferred = false;  // finalize_unseen: MPI_COMM_WORLD's callbacks were still to run
+
+// MPI_Finalize reached the library past attrcheck's wrapper (a tool in front of it called
+// PMPI_Finalize): in_library, from the delete callback of the runtime's MPI_COMM_SELF attribute,
+// where MPI still works; otherwise at exit, MPI finalized and that callback never run. The
+// findings of MPI_Finalize are made as on_finalize makes them; emulate mode runs the program's
+// MPI_COMM_SELF (and, where the library does, MPI_COMM_WORLD) delete callbacks here, as the
+// library would have at this point. Each rank writes its own report (the ranks' reports are
+// merged by the launcher).
+void finalize_unseen(bool in_library) {
+  settle();
+  Runtime& r = state();
+  const Call call{&kFinalizeUnseen, nullptr};
+  CallScope scope(call);
+  g_fast.open.store(false, std::memory_order_release);
+  r.engine->advance_layout();
+  r.phase.store(static_cast<int>(Phase::Finalizing), std::memory_order_release);
+  if (in_library) r.library_finalizing.store(true, std::memory_order_release);
+  if (r.mode == Mode::Shadow && in_library) release_quarantine();
+  if (r.mode == Mode::Emulate && in_library) {
+    FinalizeOptions options;
+    options.delete_world_attributes = release_facts().world_attributes_deleted_at_finalize;
+    options.after_self = world_attributes_left;
+    options.context = const_cast<Call*>(&call);
+    r.engine->finalize(options);
+  } else {
+    // Shadow mode: the library runs the program's callbacks; the model keeps what it saw of them.
+    world_attributes_left(const_cast<Call*>(&call));
+  }
+  g_leaks_deferred = in_library && r.mode == Mode::Shadow && world_callbacks_pending();
+  if (!g_leaks_deferred) leak_findings(call);
+  write_report();
+}
+
+// The run as the report must say it at exit, when attrcheck did not see MPI end (or start).
+// True: write the report even if it holds no finding (MPI ran in this process).
+bool exit_unseen() {
+  Runtime& r = state();
+  const Phase p = phase();
+  if (p == Phase::Finalized) return false;
+  int initialized = 0, finalized = 0;
+  PMPI_Initialized(&initialized);
+  PMPI_Finalized(&finalized);
+  if (!initialized) return false;  // never an MPI program here
+  if (p == Phase::BeforeInit) {
+    // MPI ran, and the runtime saw none of its calls: named by the launcher's rank variables.
+    for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+      if (const char* rank = std::getenv(v)) {
+        r.run.rank = std::atoi(rank);
+        break;
+      }
+    for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+      if (const char* size = std::getenv(v)) {
+        r.run.size = std::atoi(size);
+        break;
+      }
+    note_bypassed();
+    r.run.status.store(finalized ? "finalized" : "exit-without-finalize");
+    return true;
+  }
+  if (!finalized) return false;  // an exit without MPI_Finalize, as when the tool is alone
+  if (p == Phase::Running) finalize_unseen(false);
+  if (g_leaks_deferred) {
+    g_leaks_deferred = false;
+    leak_findings(Call{&kFinalizeUnseen, nullptr});
+  }
+  note_bypassed();
+  r.phase.store(static_cast<int>(Phase::Finalized), std::memory_order_release);
+  r.run.status.store("finalized");
+  if (r.symbolize) symbolize_findings(r.findings);
+  return true;
+}
+
+}  // namespace
+
+// tool.bypassed, once: a tool in front of attrcheck passed the calls it checks to the library.
+void note_bypassed() {
+  static std::atomic<bool> noted{false};
+  char detail[640];
+  if (noted.load() || !bypassed(detail, sizeof detail) || noted.exchange(true)) return;
+  FindingInput in;
+  in.rule = Rule::ToolBypassed;
+  in.detail = detail;
+  in.no_stack = true;
+  report(in);
+}
+
+void install_exit_hook() { g_exit_hook = exit_unseen; }
 
 int on_abort(const Call& call, Handle, int, const FnRef<int()>& forward) {
   settle();

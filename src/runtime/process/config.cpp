@@ -10,8 +10,11 @@
 #include <cstring>
 
 #include "runtime/callbacks/invoker.hpp"
+#include "runtime/hooks/hook_common.hpp"
+#include "runtime/process/chain.hpp"
 #include "runtime/process/call_counts.hpp"
 #include "runtime/process/fast_state.hpp"
+#include "runtime/process/rank_report.hpp"
 
 namespace attrcheck::rt {
 
@@ -149,7 +152,15 @@ Runtime& create_state() noexcept {
 
 namespace {
 // Read the configuration when the library is loaded, before main and before any wrapper runs.
-__attribute__((constructor)) void load_configuration() { create_state(); }
+// The chain of PMPI tools is known then too (every preloaded module is loaded before the first
+// constructor runs), and the report at exit is registered.
+__attribute__((constructor)) void load_configuration() {
+  create_state();
+  resolve_chain();
+  if (front_takes_calls()) g_off = true;  // checked as mode=off: nothing (the report says why)
+  install_exit_hook();
+  install_at_exit();
+}
 }  // namespace
 
 }  // namespace attrcheck::rt

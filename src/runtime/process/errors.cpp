@@ -6,6 +6,7 @@
 #include "runtime/process/objects.hpp"
 #include "runtime/process/rank_report.hpp"
 #include "runtime/process/state.hpp"
+#include "runtime/process/chain.hpp"
 
 namespace attrcheck::rt {
 
@@ -62,7 +63,7 @@ int fail(const Call&, ObjectKind kind, Handle h, int code) {
       state().run.status.store("aborted");
       write_report();
       print_summary();
-      PMPI_Abort(MPI_COMM_WORLD, code);
+      ATTRCHECK_LIBRARY(PMPI_Abort)(MPI_COMM_WORLD, code);
       return code;
   }
   return code;

@@ -22,6 +22,7 @@
 #include "report/merge.hpp"
 #include "report/symbolize.hpp"
 #include "runtime/process/state.hpp"
+#include "runtime/process/chain.hpp"
 
 namespace attrcheck::rt {
 
@@ -383,7 +384,7 @@ bool gather(Runtime& r) {
 }
 
 void free_comm(MPI_Comm* c) {
-  if (*c != MPI_COMM_NULL) PMPI_Comm_free(c);
+  if (*c != MPI_COMM_NULL) ATTRCHECK_LIBRARY(PMPI_Comm_free)(c);
   *c = MPI_COMM_NULL;
 }
 
@@ -394,16 +395,16 @@ void prepare_gather() noexcept {
   if (g_gather.ready || r.mode == Mode::Off || r.gather_timeout_ms <= 0) return;
   int rank = 0;
   MPI_Comm world = MPI_COMM_NULL, node = MPI_COMM_NULL, leaders = MPI_COMM_NULL;
-  if (PMPI_Comm_dup(MPI_COMM_WORLD, &world) != MPI_SUCCESS) return;
+  if (ATTRCHECK_LIBRARY(PMPI_Comm_dup)(MPI_COMM_WORLD, &world) != MPI_SUCCESS) return;
   PMPI_Comm_set_errhandler(world, MPI_ERRORS_RETURN);
   PMPI_Comm_rank(world, &rank);
   int node_rank = 0;
-  bool ok = PMPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node) == MPI_SUCCESS &&
+  bool ok = ATTRCHECK_LIBRARY(PMPI_Comm_split_type)(world, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node) == MPI_SUCCESS &&
             node != MPI_COMM_NULL;
   if (ok) {
     PMPI_Comm_set_errhandler(node, MPI_ERRORS_RETURN);
     PMPI_Comm_rank(node, &node_rank);
-    ok = PMPI_Comm_split(world, node_rank == 0 ? 0 : MPI_UNDEFINED, rank, &leaders) == MPI_SUCCESS;
+    ok = ATTRCHECK_LIBRARY(PMPI_Comm_split)(world, node_rank == 0 ? 0 : MPI_UNDEFINED, rank, &leaders) == MPI_SUCCESS;
     if (ok && leaders != MPI_COMM_NULL) PMPI_Comm_set_errhandler(leaders, MPI_ERRORS_RETURN);
   }
   if (!ok) {

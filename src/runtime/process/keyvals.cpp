@@ -9,6 +9,7 @@
 
 #include "attrcheck/spin_lock.hpp"
 #include "runtime/process/keyvals.hpp"
+#include "runtime/process/chain.hpp"
 
 namespace attrcheck::rt {
 
@@ -310,9 +311,9 @@ void add_ready(Held h, const LibraryArgs& args) noexcept {
 void library_free_keyval(Held h) noexcept {
   int key = h.key;
   switch (h.kind) {
-    case ObjectKind::Comm: PMPI_Comm_free_keyval(&key); break;
-    case ObjectKind::Type: PMPI_Type_free_keyval(&key); break;
-    case ObjectKind::Win: PMPI_Win_free_keyval(&key); break;
+    case ObjectKind::Comm: ATTRCHECK_LIBRARY(PMPI_Comm_free_keyval)(&key); break;
+    case ObjectKind::Type: ATTRCHECK_LIBRARY(PMPI_Type_free_keyval)(&key); break;
+    case ObjectKind::Win: ATTRCHECK_LIBRARY(PMPI_Win_free_keyval)(&key); break;
   }
   state().engine->release_keyval_slot(h.engine_id);  // the record is no longer the library's
 }

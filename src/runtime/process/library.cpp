@@ -7,6 +7,7 @@
 
 #include "runtime/process/call.hpp"
 #include "runtime/process/state.hpp"
+#include "runtime/process/chain.hpp"
 
 namespace attrcheck::rt {
 
@@ -84,9 +85,9 @@ bool library_attr(ObjectKind kind, Handle h, int key, std::uint64_t* value, Bind
   int flag = 0;
   int rc;
   switch (kind) {
-    case ObjectKind::Comm: rc = PMPI_Comm_get_attr(from_handle<MPI_Comm>(h), key, &v, &flag); break;
-    case ObjectKind::Type: rc = PMPI_Type_get_attr(from_handle<MPI_Datatype>(h), key, &v, &flag); break;
-    default: rc = PMPI_Win_get_attr(from_handle<MPI_Win>(h), key, &v, &flag); break;
+    case ObjectKind::Comm: rc = ATTRCHECK_LIBRARY(PMPI_Comm_get_attr)(from_handle<MPI_Comm>(h), key, &v, &flag); break;
+    case ObjectKind::Type: rc = ATTRCHECK_LIBRARY(PMPI_Type_get_attr)(from_handle<MPI_Datatype>(h), key, &v, &flag); break;
+    default: rc = ATTRCHECK_LIBRARY(PMPI_Win_get_attr)(from_handle<MPI_Win>(h), key, &v, &flag); break;
   }
   if (rc != MPI_SUCCESS || !flag) return false;
   if (value) *value = reinterpret_cast<std::uintptr_t>(v);

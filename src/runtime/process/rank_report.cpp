@@ -12,6 +12,7 @@
 
 #include "runtime/process/state.hpp"
 #include "runtime/process/thread_state.hpp"
+#include "runtime/process/chain.hpp"
 
 namespace attrcheck::rt {
 
@@ -41,7 +42,8 @@ const void* fault_pc(void* context) noexcept {
 void on_fatal_signal(int sig, siginfo_t* info, void* context) {
   Runtime& r = state();
   const bool fault = sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGABRT;
-  if (const CbFrame* cb = t_state.ctx.cb_top; fault && cb && cb != &kUnchecked && cb != &kInFortran) {  // a callback crashed
+  if (const CbFrame* cb = t_state.ctx.cb_top;
+      fault && cb && cb != &kUnchecked && cb != &kInFortran && cb->fn != kChainFrame) {  // a callback crashed
     char detail[320];
     Appender a{detail, sizeof detail};
     a.put(cb->copy ? "copy callback " : "delete callback ");
@@ -115,6 +117,11 @@ void install_signal_handlers() {
 void at_exit() {
   Runtime& r = state();
   if (r.mode == Mode::Off) return;
+  if (g_exit_hook && g_exit_hook()) {
+    write_report();
+    print_summary();
+    return;
+  }
   if (phase() != Phase::Finalized) {
     if (phase() == Phase::BeforeInit && r.findings.size() == 0) return;  // never an MPI program
     const char* status = r.run.status.load();
@@ -171,7 +178,7 @@ void report_as_rank() {
   char early[1024];
   std::snprintf(early, sizeof early, "%s", r.report.path());
   MPI_Comm parent = MPI_COMM_NULL;
-  PMPI_Comm_get_parent(&parent);
+  ATTRCHECK_LIBRARY(PMPI_Comm_get_parent)(&parent);
   r.run.spawned = parent != MPI_COMM_NULL;
   find_job_identity(r.run.job, sizeof r.run.job);
   char name[160];
@@ -180,13 +187,19 @@ void report_as_rank() {
   start_journal(true);  // (findings made before MPI_Init are on disk at once)
 }
 
-void install_exit_paths() {
-  install_signal_handlers();
+bool (*g_exit_hook)() = nullptr;
+
+void install_at_exit() {
   static bool registered = false;
   if (!registered) {
     registered = true;
     std::atexit(at_exit);
   }
+}
+
+void install_exit_paths() {
+  install_signal_handlers();
+  install_at_exit();
 }
 
 }  // namespace attrcheck::rt

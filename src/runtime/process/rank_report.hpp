@@ -18,5 +18,11 @@ void report_as_rank();
 // Once MPI runs: the report is written on every exit path from then on (fatal signals, and an
 // exit without MPI_Finalize).
 void install_exit_paths();
+// The report at exit, registered when the library is loaded (an MPI run the tool did not see
+// start still gets its report). g_exit_hook (set by the lifecycle hooks): what the run's end was
+// when the tool saw neither MPI_Init nor MPI_Finalize, or not the latter; true if this process
+// ran MPI and its report is to be written now.
+void install_at_exit();
+extern bool (*g_exit_hook)();
 
 }  // namespace attrcheck::rt

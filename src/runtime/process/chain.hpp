@@ -1,0 +1,89 @@
+// attrcheck in a chain of PMPI tools (chain.cpp). A tool loaded after attrcheck that defines an
+// intercepted MPI_X receives the call from attrcheck's wrapper (the next MPI_X in load order, as
+// attrcheck's own wrapper received it from the program); with none, the call goes to the
+// library's PMPI_X, as it always did. A tool loaded before attrcheck that defines MPI_X gets the
+// program's calls first: they reach attrcheck only if it passes them on by their MPI_ name.
+// Not a public header.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "runtime/process/call_counts.hpp"
+#include "runtime/process/thread_state.hpp"
+
+namespace attrcheck::rt {
+
+// One intercepted entry point, as the generated wrappers list it (kChainLinks): its name, its
+// profiling twin's, where its wrapper's next hop is kept (nullptr: a Fortran entry point, whose
+// wrapper finds the library's twin itself), and the family and binding its calls are counted in
+// (family kCallFamilies: MPI_Init, MPI_Finalize, MPI_Abort, which are not counted).
+struct ChainLink {
+  const char* name;
+  const char* pmpi;
+  void** next;
+  std::uint8_t family;
+  std::uint8_t binding;
+};
+extern const ChainLink kChainLinks[];
+extern const std::size_t kChainLinkCount;
+
+// Some tool after attrcheck defines an intercepted MPI_X: forwarded calls then run under a chain
+// frame (below). Set once, when the library is loaded.
+extern bool g_chained;
+// The function of a chain frame: a frame on cb_top whose fn is this is a call attrcheck is
+// passing to the next tool, not a callback (a callback the library runs meanwhile pushes its own
+// frame over it).
+extern const char kChainFrame[];
+
+// A call of an intercepted function that arrived while this thread's innermost frame is a call
+// attrcheck itself passed on: the next tool (or one that aliases PMPI_X to its MPI_X wrapper)
+// sent it back. It goes straight to the library, unchecked and uncounted: it is the same call.
+inline bool rechained() noexcept {
+  const CbFrame* top = t_state.ctx.cb_top;
+  return top && top->fn == kChainFrame;
+}
+
+// Passes a call on to the next hop `f`: under a chain frame when a tool after attrcheck may be
+// that hop.
+template <typename F, typename... A>
+[[gnu::always_inline]] inline int forward(F f, A... a) {
+  if (__builtin_expect(!g_chained, 1)) return f(a...);
+  CbFrame frame{kChainFrame, ~Handle{0}, t_state.ctx.call, t_state.ctx.cb_top, 0, ObjectKind::Comm, false, false};
+  t_state.ctx.cb_top = &frame;
+  const int rc = f(a...);
+  t_state.ctx.cb_top = frame.outer;
+  return rc;
+}
+
+// The MPI library's own definition of a profiling entry point (`pmpi`, e.g. "PMPI_Comm_dup"), not
+// whatever a tool defines under that name; `fallback` (the linked PMPI_X) where it cannot be found.
+// attrcheck's own calls of intercepted functions go there, so no tool sees them.
+void* library_symbol(const char* pmpi, void* fallback) noexcept;
+template <typename F>
+F library_fn(F fallback, const char* pmpi) noexcept {
+  return reinterpret_cast<F>(library_symbol(pmpi, reinterpret_cast<void*>(fallback)));
+}
+// attrcheck's own call of the library's PMPI_X, e.g. ATTRCHECK_LIBRARY(PMPI_Comm_free)(&comm) (found
+// at the first call from each place, after resolve_chain()).
+#define ATTRCHECK_LIBRARY(fn)                                                  \
+  ([]() noexcept {                                                             \
+    static const auto library_fn_ = ::attrcheck::rt::library_fn(&fn, #fn);   \
+    return library_fn_;                                                        \
+  }())
+
+// Finds each intercepted function's next hop, and which modules loaded before attrcheck define
+// intercepted functions (the library's constructor, before any wrapper runs).
+void resolve_chain() noexcept;
+
+// Whether a module loaded before attrcheck (a tool earlier in LD_PRELOAD, or the program itself)
+// defines some of the keyval, attribute or object calls attrcheck checks: their calls reach it
+// first, and whether it passes them on cannot be known (a tool that calls PMPI_X itself does
+// not), so a model of the run would miss calls at random. Then the runtime checks nothing (every
+// wrapper passes its call to the library) and bypassed() says why, in `detail` ("libfoo.so,
+// loaded before attrcheck, defines MPI_Comm_dup and 12 more ..."). A module in front that takes
+// only MPI_Init, MPI_Finalize or MPI_Abort is no bypass: the run is adopted at its first call.
+bool front_takes_calls() noexcept;
+bool bypassed(char* detail, std::size_t size) noexcept;
+
+}  // namespace attrcheck::rt
