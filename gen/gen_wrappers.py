@@ -119,7 +119,8 @@ class C:
 
 class Fortran(C):
     """How a Fortran (mpif.h) wrapper spells things: all by reference, the error code in ierr,
-    handles converted from MPI_Fint, and the library's pmpi_*_ looked up at first use."""
+    handles converted from MPI_Fint, and the next hop (a tool's mpi_*_, else the library's pmpi_*_)
+    looked up at first use."""
 
     def __init__(self, fn, params):
         super().__init__(fn, params)
@@ -133,8 +134,8 @@ class Fortran(C):
     def signature(self):
         return f'extern "C" ATTRCHECK_EXPORT void {self.fn["symbol"]}({self.fn["params"]})'
 
-    def lookup(self):  # the library's profiling entry point
-        return f'rt::fortran_pmpi("p{self.fn["symbol"]}")'
+    def lookup(self):  # the next tool's entry point, or the library's profiling one
+        return f'rt::fortran_next("{self.fn["symbol"]}", "p{self.fn["symbol"]}")'
 
     def prologue(self, api):
         types = ", ".join(decl.rsplit(n, 1)[0].strip() for decl, n in self.params)

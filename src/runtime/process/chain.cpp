@@ -49,6 +49,14 @@ void* library_symbol(const char* pmpi, void* fallback) noexcept {
   return f ? f : fallback;
 }
 
+void* fortran_next(const char* name, const char* pmpi) noexcept {
+  void* own = dlsym(RTLD_DEFAULT, pmpi);
+  void* next = dlsym(RTLD_NEXT, name);
+  const void* base = module_of(next);
+  if (next && own && base && base != module_of(own) && base != g_library_base) return next;
+  return own;
+}
+
 void resolve_chain() noexcept {
   g_own_base = module_of(reinterpret_cast<const void*>(&resolve_chain));
   if (void* version = dlsym(RTLD_NEXT, "PMPI_Get_library_version")) {
@@ -60,6 +68,9 @@ void resolve_chain() noexcept {
   }
   for (std::size_t i = 0; i < kChainLinkCount; ++i) {
     const ChainLink& l = kChainLinks[i];
+    if (!l.next && l.binding == static_cast<std::uint8_t>(Lang::Fortran) &&
+        fortran_next(l.name, l.pmpi) != dlsym(RTLD_DEFAULT, l.pmpi))
+      g_chained = true;  // (its wrapper finds the hop itself, at its first call)
     if (l.next) {
       // The next MPI_X: a tool's if it is not the library's (the library's MPI_X is its PMPI_X).
       void* next = dlsym(RTLD_NEXT, l.name);

@@ -72,6 +72,11 @@ F library_fn(F fallback, const char* pmpi) noexcept {
     return library_fn_;                                                        \
   }())
 
+// A Fortran (mpif.h / use mpi) wrapper's next hop: the next `name` (mpi_comm_dup_) in load order if
+// a tool's (a module other than the one defining the library's `pmpi`), else the library's `pmpi`
+// (pmpi_comm_dup_); nullptr if the library has neither.
+void* fortran_next(const char* name, const char* pmpi) noexcept;
+
 // Finds each intercepted function's next hop, and which modules loaded before attrcheck define
 // intercepted functions (the library's constructor, before any wrapper runs).
 void resolve_chain() noexcept;
