@@ -45,16 +45,10 @@ BINDINGS = {"c": "attrcheck::Binding::C", "aint": "attrcheck::Binding::FortranAi
             "int": "attrcheck::Binding::FortranInt"}
 
 
-def next_hop(fn):  # where a C wrapper's call goes on (the generated chain table below)
-    return f"rt::chain::next_{fn['name']}"
-
-
-def reentry_line(lang):
-    """A C wrapper's first statement: a call the next tool sent back (runtime/process/chain.hpp)
-    goes straight to the library."""
-    name = lang.fn["name"]
-    return (f"  if (__builtin_expect(rt::g_chained, 0) && rt::rechained()) "
-            f"return ATTRCHECK_LIBRARY(P{name})({lang.args});")
+def next_hop(fn):
+    """How a C wrapper passes its call on: rt::forward (runtime/process/chain.hpp) to its next hop
+    (the generated chain table below), with its profiling twin for a call sent back."""
+    return f"rt::forward<&P{fn['name']}>(rt::chain::next_{fn['name']}, \"P{fn['name']}\""
 
 
 class C:
@@ -64,7 +58,7 @@ class C:
     def __init__(self, fn, params):
         self.fn, self.params = fn, params
         self.args = ", ".join(n for _, n in params)
-        self.call_pmpi = f"rt::forward({next_hop(fn)}{', ' if self.args else ''}{self.args})"  # the result
+        self.call_pmpi = f"{next_hop(fn)}{', ' if self.args else ''}{self.args})"  # an int: the result
         self.caller = "__builtin_return_address(0)"  # where the call came from (split(): a parameter)
 
     def signature(self):
@@ -112,7 +106,7 @@ class C:
         ctype = next(t for t, n in self.params if n == c).rsplit(c, 1)[0].strip()
         dtype = next(t for t, n in self.params if n == d).rsplit(d, 1)[0].strip()
         return (f"[&](void* copy_, void* delete_, std::uint64_t extra_) {{\n"
-                f"        return rt::forward({next_hop(self.fn)}, reinterpret_cast<{ctype}>(copy_), reinterpret_cast<{dtype}>(delete_), {kv},\n"
+                f"        return {next_hop(self.fn)}, reinterpret_cast<{ctype}>(copy_), reinterpret_cast<{dtype}>(delete_), {kv},\n"
                 f"                       reinterpret_cast<void*>(static_cast<std::uintptr_t>(extra_)));\n"
                 f"      }}")
 
@@ -526,13 +520,10 @@ def generate(spec, declared, symbols=None, c_symbols=None, ext_header=False):
             lines = split_delete(fn, lang, out_of_line(fn, lang))
         else:
             lines = [lang.signature() + " {"] + body(fn, lang) + ["}"]
-        # The entry point counts the call first (runtime/call_counts.hpp): the report's "intercepted";
-        # before that, a C wrapper passes on a call the next tool sent back.
+        # The entry point counts the call first (runtime/call_counts.hpp): the report's "intercepted".
         entry = lines.index(lang.signature() + " {")
         if fn["op"] in FAMILIES:
             lines.insert(entry + 1, count_line(fn, lang))
-        if type(lang) is C:
-            lines.insert(entry + 1, reentry_line(lang))
         links.append(chain_link(fn, lang))
         out.extend(lines)
         out.append("")
@@ -572,7 +563,7 @@ def generate(spec, declared, symbols=None, c_symbols=None, ext_header=False):
     # Each C wrapper's next hop: the library's PMPI_X until resolve_chain() finds a tool's MPI_X.
     c_fns = [lk[0] for lk in links if lk[2]]
     out[hops:hops] = ["namespace attrcheck::rt::chain {"] + \
-        [f"decltype(&P{n}) next_{n} = &P{n};" for n in c_fns] + ["}  // namespace attrcheck::rt::chain", ""]
+        [f"[[gnu::visibility(\"hidden\")]] decltype(&P{n}) next_{n} = &P{n};" for n in c_fns] + ["}  // namespace attrcheck::rt::chain", ""]
     out.append("// Every intercepted entry point, for resolve_chain() (runtime/process/chain.cpp).")
     out.append("const attrcheck::rt::ChainLink attrcheck::rt::kChainLinks[] = {")
     for name, pmpi, c, family, binding in links:

@@ -3,6 +3,7 @@
 // refused call is reported.
 #include "runtime/process/call_counts.hpp"
 #include "runtime/hooks/hook_common.hpp"
+#include "runtime/process/chain.hpp"
 
 namespace attrcheck::rt {
 
@@ -11,6 +12,10 @@ bool enter_slow(const Call& call, int* rc) {
   register_call_counts_once();  // (a thread's first call comes here: kUnchecked)
   if (t_state.ctx.cb_top == &kInFortran && call.api->binding == Binding::C) {
     *rc = kPassThrough;  // the library's Fortran binding calling C: the Fortran wrapper handles it
+    return false;
+  }
+  if (rechained()) {
+    *rc = kPassThrough;  // a call attrcheck passed on, sent back: forward() gives it to the library
     return false;
   }
   Runtime& r = state();

@@ -30,36 +30,48 @@ extern const std::size_t kChainLinkCount;
 
 // Some tool after attrcheck defines an intercepted MPI_X: forwarded calls then run under a chain
 // frame (below). Set once, when the library is loaded.
-extern bool g_chained;
+[[gnu::visibility("hidden")]] extern bool g_chained;
 // The function of a chain frame: a frame on cb_top whose fn is this is a call attrcheck is
 // passing to the next tool, not a callback (a callback the library runs meanwhile pushes its own
 // frame over it).
-extern const char kChainFrame[];
+[[gnu::visibility("hidden")]] extern const char kChainFrame[];
 
 // A call of an intercepted function that arrived while this thread's innermost frame is a call
 // attrcheck itself passed on: the next tool (or one that aliases PMPI_X to its MPI_X wrapper)
-// sent it back. It goes straight to the library, unchecked and uncounted: it is the same call.
+// sent it back. Its hook passes it on unchecked (enter_slow: the frame sends the wrappers' inline
+// paths there), and forward() gives it to the library: it is the same call.
 inline bool rechained() noexcept {
   const CbFrame* top = t_state.ctx.cb_top;
   return top && top->fn == kChainFrame;
 }
 
-// Passes a call on to the next hop `f`: under a chain frame when a tool after attrcheck may be
-// that hop.
-template <typename F, typename... A>
-[[gnu::always_inline]] inline int forward(F f, A... a) {
-  if (__builtin_expect(!g_chained, 1)) return f(a...);
+void* library_symbol(const char* pmpi, void* fallback) noexcept;
+
+// Passes a call on to the next hop `f` (the wrapped function's profiling twin is `Pmpi`, named
+// `pmpi`): alone, a call of `f`; with a tool after attrcheck, under a chain frame, and a call sent
+// back goes to the library's own PMPI_X.
+template <auto Pmpi, typename F, typename... A>
+[[gnu::noinline, gnu::cold]] int forward_chained(F f, const char* pmpi, A... a) {
+  if (rechained()) {
+    static const auto library = reinterpret_cast<decltype(Pmpi)>(library_symbol(pmpi, reinterpret_cast<void*>(Pmpi)));
+    return library(a...);
+  }
   CbFrame frame{kChainFrame, ~Handle{0}, t_state.ctx.call, t_state.ctx.cb_top, 0, ObjectKind::Comm, false, false};
   t_state.ctx.cb_top = &frame;
   const int rc = f(a...);
   t_state.ctx.cb_top = frame.outer;
   return rc;
 }
+template <auto Pmpi, typename F, typename... A>
+[[gnu::always_inline]] inline int forward(F f, const char* pmpi, A... a) {
+  if (__builtin_expect(!g_chained, 1)) return f(a...);
+  return forward_chained<Pmpi>(f, pmpi, a...);
+}
 
-// The MPI library's own definition of a profiling entry point (`pmpi`, e.g. "PMPI_Comm_dup"), not
-// whatever a tool defines under that name; `fallback` (the linked PMPI_X) where it cannot be found.
-// attrcheck's own calls of intercepted functions go there, so no tool sees them.
-void* library_symbol(const char* pmpi, void* fallback) noexcept;
+// library_symbol: the MPI library's own definition of a profiling entry point (`pmpi`, e.g.
+// "PMPI_Comm_dup"), not whatever a tool defines under that name; `fallback` (the linked PMPI_X)
+// where it cannot be found. attrcheck's own calls of intercepted functions go there, so no tool
+// sees them.
 template <typename F>
 F library_fn(F fallback, const char* pmpi) noexcept {
   return reinterpret_cast<F>(library_symbol(pmpi, reinterpret_cast<void*>(fallback)));
