@@ -48,6 +48,7 @@ if [ $demo = 0 ]; then
   packages+=(
     libgtest-dev libgmock-dev libbenchmark-dev python3-jsonschema
     valgrind  # scripts/bench-callgrind.sh counts instructions per call with callgrind
+    valgrind-mpi  # valgrind's MPI wrapper, stacked with attrcheck by the tests (tests/stacking)
     chromium  # the HTML report's test opens it headless
     # The real-client tests (tests/real): PETSc and its tutorials, parallel HDF5 (Open MPI
     # flavour, and MPICH's: Debian builds it for both) and its examples (ph5example.c), mpi4py

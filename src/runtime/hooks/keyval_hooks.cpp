@@ -6,6 +6,7 @@
 
 #include "runtime/callbacks/trampolines.hpp"
 #include "runtime/hooks/hook_common.hpp"
+#include "runtime/process/chain.hpp"
 #include "runtime/profile/mpi_profile.hpp"
 
 namespace attrcheck::rt {
@@ -56,7 +57,8 @@ int on_create_keyval(const Call& call, void* copy_fn, void* delete_fn, int* keyv
     lib = {call.api, user_copy ? trampoline_copy(kind, spec.lang) : copy_fn,
            user_delete ? trampoline_delete(kind, spec.lang) : delete_fn,
            (user_copy || user_delete) && spec.lang == Binding::C, extra_state};
-    reused = reuse_held_keyval(lib, spec, origin, &held_key, &engine_id);
+    // (Not with a tool after attrcheck: it sees each create and free the program makes.)
+    reused = !g_chained && reuse_held_keyval(lib, spec, origin, &held_key, &engine_id);
   }
   const Result res = reused ? Result{} : r.engine->create_keyval(spec, &engine_id, origin);
   if (res.status == Status::CapacityExhausted) {

@@ -68,6 +68,14 @@ template <auto Pmpi, typename F, typename... A>
   return forward_chained<Pmpi>(f, pmpi, a...);
 }
 
+// The next hops of the keyval frees that shadow mode holds back and makes later (keyvals.cpp),
+// among every C wrapper's (defined in the generated wrappers).
+namespace chain {
+[[gnu::visibility("hidden")]] extern decltype(&PMPI_Comm_free_keyval) next_MPI_Comm_free_keyval;
+[[gnu::visibility("hidden")]] extern decltype(&PMPI_Type_free_keyval) next_MPI_Type_free_keyval;
+[[gnu::visibility("hidden")]] extern decltype(&PMPI_Win_free_keyval) next_MPI_Win_free_keyval;
+}  // namespace chain
+
 // library_symbol: the MPI library's own definition of a profiling entry point (`pmpi`, e.g.
 // "PMPI_Comm_dup"), not whatever a tool defines under that name; `fallback` (the linked PMPI_X)
 // where it cannot be found. attrcheck's own calls of intercepted functions go there, so no tool
