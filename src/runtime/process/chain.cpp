@@ -32,15 +32,20 @@ void* g_library = nullptr;
 const void* g_library_base = nullptr;
 const void* g_own_base = nullptr;
 
-// What is in front of attrcheck: per family and binding, whether a module loaded before it
-// defines one of the family's entry points, the first such entry point and its module.
+// What is in front of attrcheck: how many of the keyval, attribute and object entry points modules
+// loaded before it define, the first of them and its module.
 struct Front {
-  bool shadowed[kCallFamilies][kCallBindings];
   const char* first_name;
   char module[128];
   int count;
 };
 Front g_front{};
+
+// Whether `address` is the library's own `name` (in its module or one it depends on: Open MPI
+// 6.0 keeps its core in libopen_mpi).
+bool library_defines(const char* name, const void* address) noexcept {
+  return g_library && dlsym(g_library, name) == address;
+}
 
 }  // namespace
 
@@ -75,7 +80,7 @@ void resolve_chain() noexcept {
       // The next MPI_X: a tool's if it is not the library's (the library's MPI_X is its PMPI_X).
       void* next = dlsym(RTLD_NEXT, l.name);
       const void* base = module_of(next);
-      if (next && base && base != g_library_base) {
+      if (next && base && base != g_library_base && !library_defines(l.name, next)) {
         *l.next = next;
         g_chained = true;
       } else if (void* own = g_library ? dlsym(g_library, l.pmpi) : nullptr) {
@@ -85,8 +90,10 @@ void resolve_chain() noexcept {
     // The first MPI_X in load order: a module in front of attrcheck if it is not attrcheck's.
     void* first = dlsym(RTLD_DEFAULT, l.name);
     const void* base = module_of(first);
-    if (!first || !base || base == g_own_base || base == g_library_base) continue;
-    if (l.family < kCallFamilies) g_front.shadowed[l.family][l.binding] = true;
+    if (!first || !base || base == g_own_base || base == g_library_base || library_defines(l.name, first) ||
+        l.family >= kCallFamilies)
+      continue;
+    // (MPI_Init, MPI_Finalize and MPI_Abort left out: a run started past them is adopted.)
     if (g_front.count++ == 0) {
       g_front.first_name = l.name;
       std::snprintf(g_front.module, sizeof g_front.module, "%s", module_name(first));
@@ -94,12 +101,7 @@ void resolve_chain() noexcept {
   }
 }
 
-bool front_takes_calls() noexcept {
-  for (const auto& family : g_front.shadowed)
-    for (bool b : family)
-      if (b) return true;
-  return false;
-}
+bool front_takes_calls() noexcept { return g_front.count > 0; }
 
 bool bypassed(char* detail, std::size_t size) noexcept {
   if (!front_takes_calls()) return false;  // only MPI_Init, MPI_Finalize, MPI_Abort: the run is adopted
