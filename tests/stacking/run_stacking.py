@@ -75,12 +75,15 @@ TOOL_ALONE = {
 # alone's minus these.
 WITHHELD = {"MPI_Comm_free_keyval": 1}
 FORMS = ("launcher", "by-hand")
+# The program making no keyval, attribute or object call (stack_app.c: STACK_APP_PLAIN), behind the
+# Darshan-like tool: attrcheck never sees MPI start or end, and the run is clean all the same.
+PLAIN = "next.tool-first.launcher.plain"
 
 
 def case_names():
     names = ["native"] + [f"{tool}.alone" for tool in TOOL_ALONE] + [f"attrcheck.alone.{f}" for f in FORMS]
     names += [f"{tool}.{order}.{form}" for (tool, order) in STACKS for form in FORMS]
-    return names + ["replaced-preload"]
+    return names + ["replaced-preload", PLAIN]
 
 
 # --- running -------------------------------------------------------------------------------------
@@ -109,7 +112,7 @@ class Runner:
                        f"it cannot be loaded into a program built against {self.mpi.library}")
         return found[0]
 
-    def run(self, label, tool=None, order=None, form="native", replaced=False):
+    def run(self, label, tool=None, order=None, form="native", replaced=False, plain=False):
         """Runs the program once; returns (completed process, tool files {name: text}, merged
         report or None). tool: None or a TOOL_ALONE key; order: attrcheck-first / tool-first
         (attrcheck runs unless form is native); form: native, launcher or by-hand."""
@@ -117,7 +120,7 @@ class Runner:
         shutil.rmtree(d, ignore_errors=True)
         tool_out, out = os.path.join(d, "tool"), os.path.join(d, "attrcheck-out")
         os.makedirs(tool_out)
-        env = self.mpi.env(STACK_TOOL_OUT=tool_out)
+        env = self.mpi.env(STACK_TOOL_OUT=tool_out, **({"STACK_APP_PLAIN": "1"} if plain else {}))
         env.pop("LD_PRELOAD", None)
         lib = self.tool_library(tool) if tool else None
         if tool == "valgrind" and form == "launcher" and order == "attrcheck-first":
@@ -237,7 +240,24 @@ def without_withheld(files):
     return {f: "".join(line(t) + "\n" for t in text.splitlines()) for f, text in files.items()}
 
 
+def run_plain(r):
+    """PLAIN: exit 0, every rank "finalized", no finding."""
+    p, _, report = r.run("stacked", tool="next", order="tool-first", form="launcher", plain=True)
+    r.check_exit(p, 0)
+    r.expect(p.stdout == "callback ran 0\n", f"stdout {p.stdout!r}")
+    if report is None:
+        r.problems.append("attrcheck wrote no report")
+        return
+    findings = [f["rule"] for f in report.get("findings", [])]
+    r.expect(not findings, f"findings {findings}, expected none")
+    entries = report_files.rank_entries(report)
+    r.expect(sorted(rank for (_, rank), _ in entries) == list(range(NP)), f"rank reports {entries}")
+    r.expect({e.get("status") for _, e in entries} == {"finalized"}, f"rank statuses {entries}")
+
+
 def run_case(r, name):
+    if name == PLAIN:
+        return run_plain(r)
     native, _, _ = r.run("native")
     r.expect(native.returncode == 0, f"native run exited {native.returncode}", native)
     r.expect(native.stdout == APP_STDOUT, f"native stdout {native.stdout!r}, expected {APP_STDOUT!r}")
