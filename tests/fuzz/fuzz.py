@@ -31,6 +31,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -232,10 +233,16 @@ class Run:
                 os.unlink(f"{trace}.{r}")
         shutil.rmtree(out, ignore_errors=True)
         cmd = self.b.command(self.exe, trace, self.np, mode, out)
+        # A temporary directory of the run's own: two Open MPI singletons starting at once race to
+        # make their shared session directory (/tmp/ompi.HOST.UID: "mkdir ... File exists", then
+        # "Local abort before MPI_INIT completed"), natively too, and the fuzzer runs two at a time.
+        # (Short, for the launchers' Unix sockets in it.)
+        tmp = tempfile.mkdtemp(prefix="attrcheck-fuzz-")
+        env = dict(self.b.env, TMPDIR=tmp)
         t0 = time.time()
         for attempt in range(30):
             try:
-                p = subprocess.run(cmd, env=self.b.env, cwd=self.dir, capture_output=True, text=True,
+                p = subprocess.run(cmd, env=env, cwd=self.dir, capture_output=True, text=True,
                                    timeout=TIMEOUT)
                 status, stderr = p.returncode, p.stderr
                 break
@@ -245,6 +252,7 @@ class Run:
             except OSError as e:  # the launcher being rebuilt (replaced) under us: wait for it
                 status, stderr = "cannot start", str(e)
                 time.sleep(2)
+        shutil.rmtree(tmp, ignore_errors=True)
         res = {"cmd": cmd, "status": status, "stderr": stderr[-3000:], "seconds": time.time() - t0,
                "traces": read_traces(trace, self.np)}
         if mode != "native":
