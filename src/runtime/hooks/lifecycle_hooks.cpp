@@ -7,10 +7,10 @@
 
 #include "report/symbolize.hpp"
 #include "runtime/hooks/hook_common.hpp"
+#include "runtime/process/chain.hpp"
 #include "runtime/process/gather.hpp"
 #include "runtime/process/rank_report.hpp"
 #include "runtime/python/python_frames.hpp"
-#include "runtime/process/chain.hpp"
 
 namespace attrcheck::rt {
 
@@ -221,6 +221,17 @@ bool world_callbacks_pending() {
   return false;
 }
 
+// What the engine's finalize does for MPI_Finalize `call`: both modes do what the library does
+// where the standard is silent (Open MPI 5 does not delete MPI_COMM_WORLD's attributes), and
+// attr.world-at-finalize is looked for once MPI_COMM_SELF's delete callbacks have run.
+FinalizeOptions finalize_options(const Call& call) {
+  FinalizeOptions options;
+  options.delete_world_attributes = release_facts().world_attributes_deleted_at_finalize;
+  options.after_self = world_attributes_left;
+  options.context = const_cast<Call*>(&call);
+  return options;
+}
+
 struct FinalizeWindow {
   const Call* call;
   FinalizeOptions options;
@@ -274,12 +285,8 @@ int on_finalize(const Call& call, const FnRef<int()>& forward) {
   // writes the rank's report.
   if (gather_prepared()) r.journal.hold(true);
   note_bypassed();  // (in the report the gather makes)
-  FinalizeWindow window{&call, {}};
+  FinalizeWindow window{&call, finalize_options(call)};
   FinalizeOptions& options = window.options;
-  // Both modes do what the library does where the standard is silent (Open MPI 5 does not).
-  options.delete_world_attributes = release_facts().world_attributes_deleted_at_finalize;
-  options.after_self = world_attributes_left;
-  options.context = const_cast<Call*>(&call);
   int rc;
   auto library_finalize = [&] {
     r.library_finalizing.store(true, std::memory_order_release);
@@ -335,9 +342,6 @@ int on_finalize(const Call& call, const FnRef<int()>& forward) {
 namespace {
 
 const Api kFinalizeUnseen{"MPI_Finalize", ObjectKind::Comm, nullptr};
-}  // namespace
-void note_bypassed();
-namespace {
 bool g_leaks_deferred = false;  // finalize_unseen: MPI_COMM_WORLD's callbacks were still to run
 
 // MPI_Finalize reached the library past attrcheck's wrapper (a tool in front of it called
@@ -358,11 +362,7 @@ void finalize_unseen(bool in_library) {
   if (in_library) r.library_finalizing.store(true, std::memory_order_release);
   if (r.mode == Mode::Shadow && in_library) release_quarantine();
   if (r.mode == Mode::Emulate && in_library) {
-    FinalizeOptions options;
-    options.delete_world_attributes = release_facts().world_attributes_deleted_at_finalize;
-    options.after_self = world_attributes_left;
-    options.context = const_cast<Call*>(&call);
-    r.engine->finalize(options);
+    r.engine->finalize(finalize_options(call));
   } else {
     // Shadow mode: the library runs the program's callbacks; the model keeps what it saw of them.
     world_attributes_left(const_cast<Call*>(&call));
