@@ -45,7 +45,14 @@ inline bool rechained() noexcept {
   return top && top->fn == kChainFrame;
 }
 
+// The MPI library's own definition of a profiling entry point (`pmpi`, e.g. "PMPI_Comm_dup"), not
+// whatever a tool defines under that name; `fallback` (the linked PMPI_X) where it cannot be found.
+// attrcheck's own calls of intercepted functions go there, so no tool sees them.
 void* library_symbol(const char* pmpi, void* fallback) noexcept;
+template <typename F>
+F library_fn(F fallback, const char* pmpi) noexcept {
+  return reinterpret_cast<F>(library_symbol(pmpi, reinterpret_cast<void*>(fallback)));
+}
 
 // Passes a call on to the next hop `f` (the wrapped function's profiling twin is `Pmpi`, named
 // `pmpi`): alone, a call of `f`; with a tool after attrcheck, under a chain frame, and a call sent
@@ -53,7 +60,7 @@ void* library_symbol(const char* pmpi, void* fallback) noexcept;
 template <auto Pmpi, typename F, typename... A>
 [[gnu::noinline, gnu::cold]] int forward_chained(F f, const char* pmpi, A... a) {
   if (rechained()) {
-    static const auto library = reinterpret_cast<decltype(Pmpi)>(library_symbol(pmpi, reinterpret_cast<void*>(Pmpi)));
+    static const auto library = library_fn(Pmpi, pmpi);
     return library(a...);
   }
   CbFrame frame{kChainFrame, ~Handle{0}, t_state.ctx.call, t_state.ctx.cb_top, 0, ObjectKind::Comm, false, false};
@@ -76,14 +83,6 @@ namespace chain {
 [[gnu::visibility("hidden")]] extern decltype(&PMPI_Win_free_keyval) next_MPI_Win_free_keyval;
 }  // namespace chain
 
-// library_symbol: the MPI library's own definition of a profiling entry point (`pmpi`, e.g.
-// "PMPI_Comm_dup"), not whatever a tool defines under that name; `fallback` (the linked PMPI_X)
-// where it cannot be found. attrcheck's own calls of intercepted functions go there, so no tool
-// sees them.
-template <typename F>
-F library_fn(F fallback, const char* pmpi) noexcept {
-  return reinterpret_cast<F>(library_symbol(pmpi, reinterpret_cast<void*>(fallback)));
-}
 // attrcheck's own call of the library's PMPI_X, e.g. ATTRCHECK_LIBRARY(PMPI_Comm_free)(&comm) (found
 // at the first call from each place, after resolve_chain()).
 #define ATTRCHECK_LIBRARY(fn)                                                  \
