@@ -355,6 +355,41 @@ def run_log(cmd, proc, native, failures):
     return "\n".join(parts) + "\n"
 
 
+def native_run(a, mpirun, env):
+    """The program's native run (no attrcheck), made once per build of the case: its modes' tests
+    share it, as its stdout and status do not depend on the mode that compares them. Kept beside
+    the workdirs as NAME.native.json, keyed by the program's and its libraries' files and the
+    command and environment it ran with; a failed run is never kept, so a rerun makes it again. Tests of the case's modes that
+    run at once wait on the file's lock for the first one's run."""
+    import fcntl
+    import hashlib
+    files = [a.exe]  # the program and the libraries it loads (an upgraded MPI library: a new run)
+    ldd = subprocess.run(["ldd", a.exe], env=env, capture_output=True, text=True)
+    files += re.findall(r"=> (/\S+)", ldd.stdout)
+    stats = [(os.path.realpath(f), os.stat(f).st_size, os.stat(f).st_mtime_ns) for f in files if os.path.exists(f)]
+    key = hashlib.sha256(json.dumps([stats, mpirun, sorted(env.items())]).encode()).hexdigest()
+    name = os.path.basename(a.workdir.rstrip("/")).rsplit(".", 1)[0]
+    path = os.path.join(os.path.dirname(a.workdir.rstrip("/")), name + ".native.json")
+    with open(path + ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            with open(path) as f:
+                kept = json.load(f)
+            if kept.get("key") == key:
+                print(f"native run: the one made for this build ({path})")
+                return subprocess.CompletedProcess(mpirun, kept["returncode"], kept["stdout"], kept["stderr"])
+        except (OSError, ValueError):
+            pass
+        native = subprocess.run(mpirun, env=env, cwd=a.workdir, capture_output=True, text=True, timeout=TIMEOUT)
+        if native.returncode == 0:
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with open(tmp, "w") as f:
+                json.dump({"key": key, "returncode": native.returncode, "stdout": native.stdout,
+                           "stderr": native.stderr}, f)
+            os.replace(tmp, path)
+        return native
+
+
 def main():
     ap = argparse.ArgumentParser()
     for a in ("--launcher", "--build", "--exe", "--source", "--mode", "--workdir"):
@@ -414,7 +449,7 @@ def check_case(a):
     failures = []
     native = None
     if spec["native_skip"] is not None:
-        native = subprocess.run(mpirun, env=env, cwd=a.workdir, capture_output=True, text=True, timeout=TIMEOUT)
+        native = native_run(a, mpirun, env)
         if native.returncode in spec["native_skip"]:
             print(f"skipped on {cfg.profile.get('name', cfg.library)}: natively the program ends with "
                   f"{native.returncode}, saying:\n" + native.stderr[-3000:])
@@ -545,7 +580,7 @@ def check_case(a):
         print(f"skip native comparison: {cfg.profile['name']} diverges from the standard here "
               f"({', '.join(diverges)}) and emulate mode follows the standard")
     elif spec["native"] == "same-stdout":
-        native = subprocess.run(mpirun, env=env, cwd=a.workdir, capture_output=True, text=True, timeout=TIMEOUT)
+        native = native_run(a, mpirun, env)
         if native.returncode != 0:
             failures.append(f"native run failed with {native.returncode}: {native.stderr[-500:]}")
         if native.stdout != proc.stdout:
