@@ -18,8 +18,11 @@ build_dir=${BUILD_DIR:-build${mpi:+-$mpi}}
 
 echo "== build (RelWithDebInfo${mpi:+, $mpi}) =="
 BUILD_DIR=$build_dir bash scripts/build.sh -DATTRCHECK_BUILD_TESTS=ON -DATTRCHECK_BUILD_BENCH=ON
+# One test more than there are cores: a test spends part of its time waiting for its MPI launcher
+# to start the ranks (Open MPI 6.0's takes longest), time another test can use.
+jobs=$(( $(nproc) + 1 ))
 echo "== tests (${mpi:-default MPI}) =="
-ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)"
+ctest --test-dir "$build_dir" --output-on-failure -j "$jobs"
 
 if [ "${ATTRCHECK_SKIP_SANITIZERS:-0}" = 1 ]; then
   exit 0
