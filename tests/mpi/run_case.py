@@ -359,14 +359,15 @@ def native_run(a, mpirun, env):
     """The program's native run (no attrcheck), made once per build of the case: its modes' tests
     share it, as its stdout and status do not depend on the mode that compares them. Kept beside
     the workdirs as NAME.native.json, keyed by the program's and its libraries' files and the
-    command and environment it ran with; a failed run is never kept, so a rerun makes it again. Tests of the case's modes that
-    run at once wait on the file's lock for the first one's run."""
+    command and environment it ran with; a failed run is never kept, so a rerun makes it again.
+    Tests of the case's modes that run at once wait on the file's lock for the first one's run."""
     import fcntl
     import hashlib
     files = [a.exe]  # the program and the libraries it loads (an upgraded MPI library: a new run)
     ldd = subprocess.run(["ldd", a.exe], env=env, capture_output=True, text=True)
     files += re.findall(r"=> (/\S+)", ldd.stdout)
-    stats = [(os.path.realpath(f), os.stat(f).st_size, os.stat(f).st_mtime_ns) for f in files if os.path.exists(f)]
+    stats = [(os.path.realpath(f), st.st_size, st.st_mtime_ns)
+             for f in files if os.path.exists(f) for st in [os.stat(f)]]
     key = hashlib.sha256(json.dumps([stats, mpirun, sorted(env.items())]).encode()).hexdigest()
     name = os.path.basename(a.workdir.rstrip("/")).rsplit(".", 1)[0]
     path = os.path.join(os.path.dirname(a.workdir.rstrip("/")), name + ".native.json")
@@ -580,7 +581,7 @@ def check_case(a):
         print(f"skip native comparison: {cfg.profile['name']} diverges from the standard here "
               f"({', '.join(diverges)}) and emulate mode follows the standard")
     elif spec["native"] == "same-stdout":
-        native = native_run(a, mpirun, env)
+        native = native or native_run(a, mpirun, env)  # (native-skip's run, if the case made one)
         if native.returncode != 0:
             failures.append(f"native run failed with {native.returncode}: {native.stderr[-500:]}")
         if native.stdout != proc.stdout:
