@@ -47,6 +47,7 @@ if [ $demo = 0 ]; then
   petsc_examples=$(newest libpetsc -dev-examples)
   packages+=(
     libgtest-dev libgmock-dev libbenchmark-dev python3-jsonschema
+    ccache  # the test command's builds share their MPI-independent objects (scripts/test.sh)
     valgrind  # scripts/bench-callgrind.sh counts instructions per call with callgrind
     valgrind-mpi  # valgrind's MPI wrapper, stacked with attrcheck by the tests (tests/stacking)
     chromium  # the HTML report's test opens it headless
