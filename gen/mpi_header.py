@@ -99,3 +99,9 @@ def handle_returning(protos):
 
 def declared(cc, mpi_header):
     return prototypes(preprocess(cc, mpi_header))
+
+
+def narrow_handles(text):
+    """Whether the preprocessed header's handles are ints (MPICH's), narrower than the pointers of
+    Open MPI's and of the standard ABI's."""
+    return re.search(r"\btypedef\s+int\s+MPI_Comm\s*;", text) is not None

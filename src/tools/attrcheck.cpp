@@ -42,12 +42,13 @@ constexpr const char* kFooter = R"(exit status: the command's own status if it f
 although a rank's own report says it crashed (signal N), 128+N, or every rank was killed
 before it could write its report, 137; otherwise, unless --fail-on never: 4 if no rank wrote
 a report (attrcheck was not loaded in the ranks: an LD_PRELOAD the command sets replaced it,
-or the command started no MPI program), 3 if a PMPI tool loaded before attrcheck kept the
-calls from it (tool.bypassed), 1 if findings at or above --fail-on were reported; otherwise
+or the command started no MPI program), 3 if the run was not checked: a PMPI tool loaded
+before attrcheck kept the calls from it (tool.bypassed), or the program runs on another MPI
+library than attrcheck is built for (tool.other-mpi); 1 if findings at or above --fail-on were reported; otherwise
 0. Errors in attrcheck's own arguments exit 2.)";
 
 // The exit statuses of a run attrcheck could not check (kFooter).
-constexpr int kExitBypassed = 3, kExitNotLoaded = 4;
+constexpr int kExitUnchecked = 3, kExitNotLoaded = 4;
 
 const char* const kRankEnv[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
 
@@ -298,11 +299,11 @@ int abnormal_end(const Json& merged) {
   return 128 + SIGKILL;
 }
 
-// Whether the gating findings include tool.bypassed.
-bool bypassed(const std::vector<const Json*>& gating) {
+// The gating finding that says the run was not checked (tool.bypassed, tool.other-mpi), or null.
+const Json* unchecked(const std::vector<const Json*>& gating) {
   for (const Json* f : gating)
-    if (text(*f, "rule") == "tool.bypassed") return true;
-  return false;
+    if (text(*f, "rule") == "tool.bypassed" || text(*f, "rule") == "tool.other-mpi") return f;
+  return nullptr;
 }
 
 // No rank wrote a report: says why it may be. An LD_PRELOAD that the command passes its ranks
@@ -405,7 +406,7 @@ int main(int argc, char** argv) {
     for (const Json* f : gating)
       if (const Json* ranks = member(*f, "ranks")) mine = mine || has_rank(*ranks, rank);
     if (status) return status;
-    if (mine && o.fail_on != "never" && bypassed(gating)) return kExitBypassed;
+    if (mine && o.fail_on != "never" && unchecked(gating)) return kExitUnchecked;
     return mine ? 1 : 0;
   }
   const bool none = merged["ranks"].empty() && o.mode != "off";
@@ -419,10 +420,14 @@ int main(int argc, char** argv) {
   if (const int crashed = abnormal_end(merged)) return crashed;
   if (o.fail_on != "never") {
     if (none) return kExitNotLoaded;
-    if (bypassed(gating)) {
-      std::fprintf(stderr, "attrcheck: the run was not checked: a PMPI tool loaded before attrcheck kept the calls "
-                   "from it (tool.bypassed; see README, With other tools)\n");
-      return kExitBypassed;
+    if (const Json* f = unchecked(gating)) {
+      if (text(*f, "rule") == "tool.bypassed")
+        std::fprintf(stderr, "attrcheck: the run was not checked: a PMPI tool loaded before attrcheck kept the calls "
+                     "from it (tool.bypassed; see README, With other tools)\n");
+      else
+        std::fprintf(stderr, "attrcheck: the run was not checked: the program runs on another MPI library than "
+                     "attrcheck is built for (tool.other-mpi)\n");
+      return kExitUnchecked;
     }
   }
   return gating.empty() ? 0 : 1;

@@ -180,7 +180,7 @@ class Runner:
     def documented_exit(self, status):
         """The exit status the launcher's --help gives for `status` (bypassed, not-loaded), or None."""
         text = " ".join(subprocess.run([self.launcher, "--help"], capture_output=True, text=True).stdout.split())
-        words = {"bypassed": r"(\d+) if a PMPI tool loaded before attrcheck", "not-loaded": r"(\d+) if no rank wrote a report"}
+        words = {"bypassed": r"(\d+) if the run was not checked", "not-loaded": r"(\d+) if no rank wrote a report"}
         m = re.search(words[status], text)
         return int(m.group(1)) if m else None
 

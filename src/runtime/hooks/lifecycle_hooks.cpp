@@ -148,6 +148,10 @@ void world_attributes_left(void* context) {
 int on_init(const Call&, int, const FnRef<int(int*)>& forward) {
   // (The configuration was read when the library was loaded.)
   int provided = MPI_THREAD_SINGLE;
+  if (adopt_other_library()) {  // (opened since: the wrappers now pass every call there)
+    g_off = true;
+    return forward(&provided);
+  }
   const int rc = forward(&provided);
   if (rc == MPI_SUCCESS && phase() == Phase::BeforeInit) {
     begin(provided);
@@ -378,9 +382,9 @@ bool exit_unseen() {
   Runtime& r = state();
   const Phase p = phase();
   if (p == Phase::Finalized) return false;
-  int initialized = 0, finalized = 0;
-  PMPI_Initialized(&initialized);
-  PMPI_Finalized(&finalized);
+  int initialized = 0, finalized = 0;  // (of the library the program runs on: other_library)
+  ATTRCHECK_LIBRARY(PMPI_Initialized)(&initialized);
+  ATTRCHECK_LIBRARY(PMPI_Finalized)(&finalized);
   if (!initialized) return false;  // never an MPI program here
   if (p == Phase::BeforeInit) {
     // MPI ran, and the runtime saw none of its calls: named by the launcher's rank variables.
@@ -414,12 +418,19 @@ bool exit_unseen() {
 }  // namespace
 
 // tool.bypassed, once: a tool in front of attrcheck passed the calls it checks to the library.
+// tool.other-mpi, once: the program runs on another MPI library than attrcheck's.
 void note_bypassed() {
   static std::atomic<bool> noted{false};
   char detail[640];
-  if (noted.load() || !bypassed(detail, sizeof detail) || noted.exchange(true)) return;
+  Rule rule = Rule::ToolBypassed;
+  if (noted.load()) return;
+  if (!bypassed(detail, sizeof detail)) {
+    if (!other_library(detail, sizeof detail)) return;
+    rule = Rule::ToolOtherMpi;
+  }
+  if (noted.exchange(true)) return;
   FindingInput in;
-  in.rule = Rule::ToolBypassed;
+  in.rule = rule;
   in.detail = detail;
   in.no_stack = true;
   report(in);

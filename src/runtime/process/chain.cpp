@@ -2,14 +2,26 @@
 // entry points, and the modules in front of attrcheck.
 #include "runtime/process/chain.hpp"
 
-#include <dlfcn.h>
+#include "runtime/profile/mpi_profile.hpp"
 
+#include <dlfcn.h>
+#include <link.h>
+
+#include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
+#include <vector>
 
 namespace attrcheck::rt {
 
 bool g_chained = false;
+}  // namespace attrcheck::rt
+extern "C" {
+bool attrcheck_other_library_calls = false;
+}
+namespace attrcheck::rt {
 const char kChainFrame[] = "attrcheck: a call passed to the next tool";
 
 namespace {
@@ -99,6 +111,124 @@ void resolve_chain() noexcept {
       std::snprintf(g_front.module, sizeof g_front.module, "%s", module_name(first));
     }
   }
+}
+
+namespace {
+
+// Another MPI library than attrcheck's own in the process, which the program calls (other_library).
+struct Other {
+  char module[96];   // its file name: libmpich.so.12, libmpi_abi.so.1
+  char version[96];  // the first line of what its MPI_Get_library_version says
+};
+Other g_other{};
+std::atomic<bool> g_other_found{false};
+
+// The PMPI_Get_library_version of another MPI library than attrcheck's, or nullptr: one that a
+// loaded module defines (or a module it depends on), when the library attrcheck is built for
+// (ATTRCHECK_MPI_SONAME, loaded with attrcheck) defines another. Each module's handle is taken
+// after the walk of the loaded modules, not in it (dlopen under dl_iterate_phdr's lock).
+void* other_version_fn() noexcept {
+  void* own_library = dlopen(ATTRCHECK_MPI_SONAME, RTLD_LAZY | RTLD_NOLOAD);
+  if (!own_library) return nullptr;  // attrcheck's library is not here: nothing can be compared
+  void* own = dlsym(own_library, "PMPI_Get_library_version");
+  dlclose(own_library);
+  if (!own) return nullptr;
+  std::vector<std::string> modules;
+  try {
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, std::size_t, void* data) noexcept -> int {
+          if (info->dlpi_name && info->dlpi_name[0]) {
+            try {
+              static_cast<std::vector<std::string>*>(data)->emplace_back(info->dlpi_name);
+            } catch (...) {
+              return 1;
+            }
+          }
+          return 0;
+        },
+        &modules);
+  } catch (...) {
+    return nullptr;
+  }
+  for (const std::string& m : modules) {
+    void* h = dlopen(m.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+    if (!h) continue;
+    void* f = dlsym(h, "PMPI_Get_library_version");
+    dlclose(h);
+    // (A module that defines none gets the first of its dependencies'; attrcheck's own and every
+    // module built on its library get `own`.)
+    if (f && f != own && module_of(f) != g_own_base) return f;
+  }
+  return nullptr;
+}
+
+// Once it is found: attrcheck's C wrappers pass every call to that library, as it is.
+void adopt(void* version_fn) noexcept {
+  Dl_info info;
+  if (!dladdr(version_fn, &info) || !info.dli_fname) return;
+  void* library = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+  if (!library) return;
+  std::snprintf(g_other.module, sizeof g_other.module, "%s", module_name(version_fn));
+  // MPI_Get_library_version may be called at any time, before MPI_Init too; its arguments are a
+  // buffer and an int in every ABI. (MPI_MAX_LIBRARY_VERSION_STRING: Open MPI's 256, MPICH's and
+  // the standard ABI's 8192.)
+  static char version[8192];
+  int length = 0;
+  if (reinterpret_cast<int (*)(char*, int*)>(version_fn)(version, &length) == 0) {
+    version[sizeof version - 1] = '\0';
+    version[std::strcspn(version, "\n,")] = '\0';
+    // (its first line, up to a comma, blanks as spaces: "MPICH Version:\t4.0.2" reads "MPICH Version: 4.0.2")
+    std::size_t n = 0;
+    for (const char* c = version; *c && n + 1 < sizeof g_other.version; ++c)
+      if (*c != ' ' && *c != '\t') {
+        g_other.version[n++] = *c;
+      } else if (n > 0 && g_other.version[n - 1] != ' ') {
+        g_other.version[n++] = ' ';
+      }
+    g_other.version[n] = '\0';
+  }
+  g_library = library;
+  g_library_base = info.dli_fbase;
+  for (std::size_t i = 0; i < kChainLinkCount; ++i)
+    if (kChainLinks[i].next)
+      if (void* f = dlsym(library, kChainLinks[i].pmpi)) *kChainLinks[i].next = f;
+  g_other_found.store(true, std::memory_order_release);
+  attrcheck_other_library_calls = true;
+  // One line, from the first rank (or a process no launcher numbered), on stderr: the report
+  // says it again (tool.other-mpi).
+  const char* rank = nullptr;
+  for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+    if (!rank) rank = std::getenv(v);
+  if (!rank || std::strcmp(rank, "0") == 0) {
+    char detail[512];
+    other_library(detail, sizeof detail);
+    std::fprintf(stderr, "attrcheck: %s\n", detail);
+  }
+}
+
+}  // namespace
+
+bool adopt_other_library() noexcept {
+  if (g_other_found.load(std::memory_order_acquire)) return true;
+  if (void* f = other_version_fn()) adopt(f);
+  return g_other_found.load(std::memory_order_acquire);
+}
+
+bool other_library(char* detail, std::size_t size) noexcept {
+  if (!g_other_found.load(std::memory_order_acquire)) return false;
+  const bool abi = std::strncmp(g_other.module, "libmpi_abi.", 11) == 0;
+  const char* use = abi ? "There is no attrcheck for the MPI standard ABI: check the program built with its "
+                          "library's own compiler wrapper (mpicc.openmpi, mpicc.mpich) and the attrcheck built for it"
+                    : std::strstr(g_other.version, "MPICH") ? "Use attrcheck built for MPICH (ATTRCHECK_MPI=mpich)"
+                    : std::strstr(g_other.version, "Open MPI")
+                        ? "Use attrcheck built for Open MPI (ATTRCHECK_MPI=openmpi)"
+                        : "Use attrcheck built for the program's MPI library";
+  std::snprintf(detail, size,
+                "the program runs on %s (%s%s), and this attrcheck is built for %s (%s): it passed every call to "
+                "the program's library unchecked, and checked nothing. %s",
+                g_other.version[0] ? g_other.version : "another MPI library", g_other.module,
+                abi ? ", the MPI standard ABI" : "", kProfile.name, ATTRCHECK_MPI_SONAME, use);
+  return true;
 }
 
 bool front_takes_calls() noexcept { return g_front.count > 0; }

@@ -110,4 +110,44 @@ void resolve_chain() noexcept;
 bool front_takes_calls() noexcept;
 bool bypassed(char* detail, std::size_t size) noexcept;
 
+// Whether the program runs on another MPI library than attrcheck is built for: a program of
+// MPICH's with the Open MPI build, or one built for the MPI standard ABI (libmpi_abi.so.1) with a
+// build for a library's own ABI. attrcheck's handles, constants and types are not that library's,
+// so it cannot check, nor call the library itself. Looked for when attrcheck is loaded and again
+// at MPI_Init (a program may open its MPI library with dlopen, as mpi4py does); once found, every
+// C wrapper's next hop is that library's PMPI_X, the caller passes every call there unchecked
+// (mode off), and one line on stderr says what to use instead. True if found, now or before.
+bool adopt_other_library() noexcept;
+// What other_library found, in `detail`, for the report (tool.other-mpi); false if nothing.
+bool other_library(char* detail, std::size_t size) noexcept;
+
+}  // namespace attrcheck::rt
+
+// Set (after every next hop points into that library) once adopt_other_library found one: the
+// entries in assembly of a build whose handles are ints then jump to the next hop directly.
+extern "C" {
+[[gnu::visibility("hidden")]] extern bool attrcheck_other_library_calls;
+}
+
+// The exported entry MPI_X of such a build (gen/gen_wrappers.py: narrow_entry): a jump to its
+// wrapper, attrcheck_impl_MPI_X, or to the next hop (`hop`, the mangled name of
+// attrcheck::rt::chain::next_MPI_X) when the program runs on another library. Every register and
+// the return address stay as the program set them, so a pointer handle of that library's reaches
+// it whole. (endbr64 where the build marks its code for indirect-branch tracking; a no-op else.)
+#if defined(__x86_64__)
+#if defined(__CET__)
+#define ATTRCHECK_ENTRY_LANDING "\tendbr64\n"
+#else
+#define ATTRCHECK_ENTRY_LANDING ""
+#endif
+#define ATTRCHECK_NARROW_ENTRY(name, hop)                                                         \
+  asm(".text\n\t.globl " #name "\n\t.type " #name ", @function\n\t.p2align 4\n" #name ":\n"         \
+      ATTRCHECK_ENTRY_LANDING "\tcmpb $0, attrcheck_other_library_calls(%rip)\n\tjne 1f\n"           \
+      "\tjmp attrcheck_impl_" #name "\n1:\n\tjmp *" #hop "(%rip)\n\t.size " #name ", .-" #name "\n");
+#else
+#error "attrcheck's entries for a library whose handles are ints are written for x86-64 only"
+#endif
+
+namespace attrcheck::rt {
+
 }  // namespace attrcheck::rt

@@ -157,7 +157,9 @@ namespace {
 __attribute__((constructor)) void load_configuration() {
   create_state();
   resolve_chain();
-  if (front_takes_calls()) g_off = true;  // checked as mode=off: nothing (the report says why)
+  // Checked as mode=off, nothing (the report says why): a tool in front takes the calls, or the
+  // program runs on another MPI library.
+  if (front_takes_calls() || adopt_other_library()) g_off = true;
   install_exit_hook();
   install_at_exit();
 }
