@@ -53,7 +53,7 @@ else
   # The normal build's tests that the UndefinedBehaviorSanitizer build has not, by name.
   tests_of() { ctest --test-dir "$1" -N | sed -n 's/^ *Test *#[0-9]*: \(.*\)$/\1/p' | LC_ALL=C sort; }
   only_normal=$(LC_ALL=C comm -23 <(tests_of "$build_dir") <(tests_of build-ubsan) |
-                sed 's/[][.*+?^$(){}|\\]/\\&/g' | paste -sd '|')
+                sed 's/[]\\.*+?^$(){}|[]/\\&/g' | paste -sd '|')
   echo "== tests (default MPI) that only the normal build has: the others run in its sanitizer build =="
   if [ -n "$only_normal" ]; then
     ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" -R "^($only_normal)\$"
