@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""attrcheck stacked with another PMPI tool: one case per tool, load order and way of launching.
+"""attrcheck stacked with another PMPI tool: one case per tool, load order and way of launching;
+and attrcheck loaded into a program of another MPI library than the one it is built for.
 
 The program (stack_app.c) runs on 2 ranks with attrcheck and one of the tools: tool_direct.c
 (mpiP-like: wraps the keyval, attribute and object calls, calls PMPI_ itself), tool_next.c
@@ -9,6 +10,15 @@ MPI wrapper (libmpiwrap, a no-op outside valgrind), in either order, launched as
   by-hand:   mpiexec -n 2 env LD_PRELOAD=A:B ATTRCHECK_OUTPUT=DIR ./app
 Each case also runs what it is compared with: the program natively, the tool alone and attrcheck
 alone (same launch form). The baseline cases check those runs themselves.
+
+The other-mpi cases run other_app.c, built with the other library's mpicc (MPICH's with the Open
+MPI build, Open MPI's with the MPICH build) or for the MPI standard ABI (libmpi_abi.so.1) on each
+library's ABI library, with that library's own mpiexec, by hand (shadow mode) and under the
+launcher (emulate mode). attrcheck's handles and constants are not that library's: it must pass
+every call on untouched (stdout and exit as natively), report tool.other-mpi only, say on stderr
+in one line (the first rank's) what to use instead, and never crash or abort. MPICH's ABI library
+is chosen with LD_LIBRARY_PATH (a directory holding libmpi_abi.so.1, a link to it: both libraries'
+have that SONAME), Open MPI's the same way, whichever one ldconfig picked.
 
 usage: run_stacking.py --list
        run_stacking.py --build DIR --case NAME [--workdir DIR]
@@ -42,7 +52,7 @@ SKIP = 77
 # stderr: words the launcher's stderr must contain (launcher form only).
 OUTCOMES = {
     "checked":    {"exit": {"launcher": 1, "by-hand": 0}, "stderr": []},
-    "bypassed":   {"exit": {"launcher": "bypassed", "by-hand": 0}, "stderr": ["tool.bypassed"]},
+    "bypassed":   {"exit": {"launcher": "unchecked", "by-hand": 0}, "stderr": ["tool.bypassed"]},
     "not-loaded": {"exit": {"launcher": "not-loaded"}, "stderr": ["LD_PRELOAD"]},
 }
 # (tool, order) -> outcome, for both launch forms.
@@ -78,11 +88,18 @@ FORMS = ("launcher", "by-hand")
 # The program making no keyval, attribute or object call (stack_app.c: STACK_APP_PLAIN), behind the
 # Darshan-like tool: attrcheck never sees MPI start or end, and the run is clean all the same.
 PLAIN = "next.tool-first.launcher.plain"
+# The programs of the other-mpi cases (other_app.c): built with the other library's mpicc, or for
+# the standard ABI and run on that library's ABI library.
+OTHER_PROGRAMS = ("other-native", "abi-on-openmpi", "abi-on-mpich")
+LIBRARIES = ("openmpi", "mpich")
+# The standard ABI's mpi.h, as each library installs it (they agree: the ABI is the standard's).
+ABI_HEADERS = ("/usr/lib/{arch}/openmpi/include/standard_abi", "/usr/lib/{arch}/mpi_abi_mpich/include")
 
 
 def case_names():
     names = ["native"] + [f"{tool}.alone" for tool in TOOL_ALONE] + [f"attrcheck.alone.{f}" for f in FORMS]
     names += [f"{tool}.{order}.{form}" for (tool, order) in STACKS for form in FORMS]
+    names += [f"other-mpi.{program}.{form}" for program in OTHER_PROGRAMS for form in FORMS]
     return names + ["replaced-preload", PLAIN]
 
 
@@ -148,15 +165,21 @@ class Runner:
                 elif lib:
                     env["LD_PRELOAD"] = lib  # the launcher puts it after attrcheck
             command += ["--", *mpiexec]
-        p = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
-        with open(os.path.join(d, "command.txt"), "w") as f:
-            f.write(f"{' '.join(command)}\nLD_PRELOAD={env.get('LD_PRELOAD', '')}\nexit {p.returncode}\n"
-                    f"--- stdout\n{p.stdout}--- stderr\n{p.stderr}")
+        p = self.logged(d, command, env)
         files = {}
         for name in sorted(os.listdir(tool_out)):
             with open(os.path.join(tool_out, name)) as f:
                 files[name] = f.read()
         return p, files, None if form == "native" else self.report(out, d)
+
+    def logged(self, d, command, env):
+        """Runs `command`, keeping what it did in d/command.txt."""
+        p = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+        with open(os.path.join(d, "command.txt"), "w") as f:
+            f.write(f"{' '.join(command)}\nLD_PRELOAD={env.get('LD_PRELOAD', '')}\n"
+                    f"LD_LIBRARY_PATH={env.get('LD_LIBRARY_PATH', '')}\nexit {p.returncode}\n"
+                    f"--- stdout\n{p.stdout}--- stderr\n{p.stderr}")
+        return p
 
     def report(self, out, d):
         """The run's merged report: report.json, or the per-rank reports merged with
@@ -178,9 +201,9 @@ class Runner:
             self.problems.append(what + detail)
 
     def documented_exit(self, status):
-        """The exit status the launcher's --help gives for `status` (bypassed, not-loaded), or None."""
+        """The exit status the launcher's --help gives for `status` (unchecked, not-loaded), or None."""
         text = " ".join(subprocess.run([self.launcher, "--help"], capture_output=True, text=True).stdout.split())
-        words = {"bypassed": r"(\d+) if the run was not checked", "not-loaded": r"(\d+) if no rank wrote a report"}
+        words = {"unchecked": r"(\d+) if the run was not checked", "not-loaded": r"(\d+) if no rank wrote a report"}
         m = re.search(words[status], text)
         return int(m.group(1)) if m else None
 
@@ -255,9 +278,82 @@ def run_plain(r):
     r.expect({e.get("status") for _, e in entries} == {"finalized"}, f"rank statuses {entries}")
 
 
+def compile_program(command, what):
+    p = subprocess.run(command, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"compiling {what} failed: {' '.join(command)}\n{p.stdout}{p.stderr}")
+
+
+def other_program(r, program, d):
+    """(the command that runs other_app.c, built as `program` says, on NP ranks with its library's
+    mpiexec; the environment it needs)."""
+    source, app = os.path.join(HERE, "other_app.c"), os.path.join(d, "other_app")
+    if program == "other-native":
+        other = next(lib for lib in LIBRARIES if lib != r.mpi.library)
+        cc, mpiexec = shutil.which(f"mpicc.{other}"), shutil.which(f"mpiexec.{other}")
+        if not cc or not mpiexec:
+            raise Skip(f"{other} is not installed (mpicc.{other}, mpiexec.{other})")
+        compile_program([cc, source, "-o", app], f"the program with mpicc.{other}")
+        return [mpiexec, "-n", str(NP), app], {}
+    library = program.rsplit("-", 1)[1]
+    arch = subprocess.run(["gcc", "-print-multiarch"], capture_output=True, text=True).stdout.strip()
+    headers = [h.format(arch=arch) for h in ABI_HEADERS if os.path.exists(os.path.join(h.format(arch=arch), "mpi.h"))]
+    found = sorted(glob.glob(f"/usr/lib/{arch}/libmpi_abi_{library}.so.1*"))
+    mpiexec = shutil.which(f"mpiexec.{library}")
+    if not headers or not found or not mpiexec:
+        raise Skip(f"{library} has no MPI standard ABI library here (libmpi_abi_{library}.so.1, the standard ABI's "
+                   f"mpi.h, mpiexec.{library}: Debian ships them from MPICH 5.0 and Open MPI 6.0)")
+    # Compiled against the ABI's mpi.h and linked by SONAME (libmpi_abi.so.1), whichever library's
+    # file it is: the same program for both.
+    compile_program(["gcc", f"-I{headers[0]}", source, "-o", app, found[0]], "the program for the standard ABI")
+    chooser = os.path.join(d, f"libmpi_abi-{library}")
+    os.makedirs(chooser)
+    os.symlink(found[0], os.path.join(chooser, "libmpi_abi.so.1"))
+    return [mpiexec, "-n", str(NP), app], {"LD_LIBRARY_PATH": chooser}
+
+
+def run_other_mpi(r, program, form):
+    """An other-mpi case: as natively, but for tool.other-mpi, its one line and the exit status."""
+    d = os.path.join(r.workdir, "program")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    command, extra = other_program(r, program, d)
+    env = r.mpi.env(**extra)
+    env.pop("LD_PRELOAD", None)
+    native = r.logged(d, command, env)
+    if native.returncode != 0 or "other_app:" not in native.stdout:
+        raise RuntimeError(f"the program fails natively (exit {native.returncode}):\n{native.stdout}{native.stderr}")
+    d = os.path.join(r.workdir, form)
+    shutil.rmtree(d, ignore_errors=True)
+    out = os.path.join(d, "attrcheck-out")
+    os.makedirs(d)
+    if form == "by-hand":
+        p = r.logged(d, [*command[:3], "env", f"LD_PRELOAD={r.attrcheck}", f"ATTRCHECK_OUTPUT={out}", *command[3:]], env)
+        r.check_exit(p, 0)
+    else:
+        p = r.logged(d, [r.launcher, "--mode", "emulate", "--output", out, "--", *command], env)
+        r.check_exit(p, "unchecked")
+        r.expect("tool.other-mpi" in p.stderr, "the launcher's summary does not name tool.other-mpi", p)
+    r.expect(p.stdout == native.stdout, f"stdout {p.stdout!r}, natively {native.stdout!r}", p)
+    said = [line for line in p.stderr.splitlines() if line.startswith("attrcheck: the program runs on ")]
+    r.expect(len(said) == 1, f"{len(said)} lines on stderr say which library the program runs on, expected 1 "
+             "(the first rank's)", p)
+    if said:
+        r.expect("this attrcheck is built for" in said[0] and
+                 re.search(r"\bUse attrcheck built for|no attrcheck for the MPI standard ABI", said[0]),
+                 f"the line does not say what attrcheck is built for and what to use: {said[0]}", p)
+    for bad in ("Segmentation fault", "MPI_ABORT", "MPI_ERR_", "signal 11", "core dumped"):
+        r.expect(bad not in p.stderr, f"stderr has {bad!r}", p)
+    report = r.report(out, d)
+    rules = sorted({f["rule"] for f in (report or {}).get("findings", [])})
+    r.expect(rules == ["tool.other-mpi"], f"the report's rules are {rules}, expected only tool.other-mpi", p)
+
+
 def run_case(r, name):
     if name == PLAIN:
         return run_plain(r)
+    if name.startswith("other-mpi."):
+        return run_other_mpi(r, *name.split(".")[1:])
     native, _, _ = r.run("native")
     r.expect(native.returncode == 0, f"native run exited {native.returncode}", native)
     r.expect(native.stdout == APP_STDOUT, f"native stdout {native.stdout!r}, expected {APP_STDOUT!r}")

@@ -1,7 +1,8 @@
-/* A correct program that attrcheck meets built for another MPI library (run_other_mpi.py): a
- * keyval with callbacks, an attribute copied by a dup and deleted by the frees, a predefined
- * attribute read. Its stdout is the same on every library and under attrcheck. Only standard
- * calls, so that it compiles against a library's own mpi.h and against the MPI standard ABI's. */
+/* A correct program that attrcheck meets built for another MPI library (run_stacking.py, the
+ * other-mpi cases): a keyval with callbacks, an attribute copied by a dup and deleted by the
+ * frees, a predefined attribute read. Its stdout is the same on every library and under
+ * attrcheck. Only standard calls, so that it compiles against a library's own mpi.h and against
+ * the MPI standard ABI's. */
 #include <mpi.h>
 #include <stdio.h>
 
