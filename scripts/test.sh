@@ -26,6 +26,7 @@ sanitizers=1
 # directory, which only the debug information's compilation directory names (hash_dir off; the
 # sources' paths in it are absolute). Only the C++ compiles: the MPI cases are compiled as the
 # user's programs are.
+bash scripts/install-deps.sh  # (ccache among them, before it is looked for)
 cache=()
 if command -v ccache >/dev/null; then
   export CCACHE_NOHASHDIR=1
