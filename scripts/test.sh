@@ -10,6 +10,9 @@
 # ATTRCHECK_MPI=mpich: the build and its suite are MPICH's (build-mpich/, programs started with
 # mpiexec.mpich); the default is the system's MPI (Open MPI on Debian). ATTRCHECK_SKIP_SANITIZERS=1
 # leaves out the two sanitizer passes (CI runs them once, with the default MPI, not per library).
+# ATTRCHECK_SKIP_SCRIPTS=1 leaves out the label scripts, the README's and docs' commands at their
+# smallest size (CI runs them on the machine's own release, for both libraries, and not again in
+# the other releases' roots).
 # ATTRCHECK_DEBIAN=trixie (or bookworm): all of this inside a Debian root of that release, made
 # from Debian's own packages and kept for the next run (scripts/in-debian.sh).
 set -euo pipefail
@@ -38,9 +41,11 @@ BUILD_DIR=$build_dir bash scripts/build.sh -DATTRCHECK_BUILD_TESTS=ON -DATTRCHEC
 # One test more than there are cores: a test spends part of its time waiting for its MPI launcher
 # to start the ranks (Open MPI 6.0's takes longest), time another test can use.
 jobs=$(( $(nproc) + 1 ))
+select=()
+[ "${ATTRCHECK_SKIP_SCRIPTS:-0}" = 1 ] && select=(-LE scripts)
 if [ $sanitizers = 0 ]; then
-  echo "== tests (${mpi:-default MPI}) =="
-  ctest --test-dir "$build_dir" --output-on-failure -j "$jobs"
+  echo "== tests (${mpi:-default MPI}${select:+, without the label scripts}) =="
+  ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" "${select[@]}"
   exit 0
 fi
 
@@ -48,8 +53,8 @@ echo "== UndefinedBehaviorSanitizer build of everything =="
 ATTRCHECK_MPI= BUILD_DIR=build-ubsan bash scripts/build.sh -DATTRCHECK_SANITIZE=undefined -DATTRCHECK_BUILD_BENCH=OFF \
   "${cache[@]}"
 if [ -n "$mpi" ]; then  # (the sanitizer builds are of the default MPI, this one is not)
-  echo "== tests ($mpi) =="
-  ctest --test-dir "$build_dir" --output-on-failure -j "$jobs"
+  echo "== tests ($mpi${select:+, without the label scripts}) =="
+  ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" "${select[@]}"
 else
   # The normal build's tests that the UndefinedBehaviorSanitizer build has not, by name.
   tests_of() { ctest --test-dir "$1" -N | sed -n 's/^ *Test *#[0-9]*: \(.*\)$/\1/p' | LC_ALL=C sort; }
