@@ -44,8 +44,8 @@ before it could write its report, 137; otherwise, unless --fail-on never: 4 if n
 a report (attrcheck was not loaded in the ranks: an LD_PRELOAD the command sets replaced it,
 or the command started no MPI program), 3 if the run was not checked: a PMPI tool loaded
 before attrcheck kept the calls from it (tool.bypassed), or the program runs on another MPI
-library than attrcheck is built for (tool.other-mpi); 1 if findings at or above --fail-on were reported; otherwise
-0. Errors in attrcheck's own arguments exit 2.)";
+library than attrcheck is built for (tool.other-mpi); 1 if findings at or above --fail-on were
+reported; otherwise 0. Errors in attrcheck's own arguments exit 2.)";
 
 // The exit statuses of a run attrcheck could not check (kFooter).
 constexpr int kExitUnchecked = 3, kExitNotLoaded = 4;

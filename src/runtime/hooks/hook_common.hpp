@@ -39,9 +39,10 @@ constexpr int kPassThrough = -0x7a77;
 // if the library says it runs, the tool adopts that state as MPI_Init would have set it. False:
 // MPI is not running (not yet, or finalized).
 bool adopt_library_start() noexcept;
-// tool.bypassed, once per process, if a tool loaded before attrcheck kept the calls it checks
-// from it (process/chain.hpp: bypassed).
-void note_bypassed();
+// The finding that says the run was not checked, once per process: tool.bypassed if a tool loaded
+// before attrcheck kept the calls it checks from it (process/chain.hpp: bypassed), tool.other-mpi
+// if the program runs on another MPI library (other_library).
+void note_unchecked();
 // Gives the report at exit what only the lifecycle hooks know (process/rank_report.hpp).
 void install_exit_hook();
 

@@ -148,7 +148,7 @@ void world_attributes_left(void* context) {
 int on_init(const Call&, int, const FnRef<int(int*)>& forward) {
   // (The configuration was read when the library was loaded.)
   int provided = MPI_THREAD_SINGLE;
-  if (adopt_other_library()) {  // (opened since: the wrappers now pass every call there)
+  if (adopt_other_library(true)) {  // (opened since: the wrappers now pass every call there)
     g_off = true;
     return forward(&provided);
   }
@@ -288,7 +288,7 @@ int on_finalize(const Call& call, const FnRef<int()>& forward) {
   // gather cannot take them): no file for them meanwhile, on every rank at once. A signal still
   // writes the rank's report.
   if (gather_prepared()) r.journal.hold(true);
-  note_bypassed();  // (in the report the gather makes)
+  note_unchecked();  // (in the report the gather makes)
   FinalizeWindow window{&call, finalize_options(call)};
   FinalizeOptions& options = window.options;
   int rc;
@@ -388,17 +388,13 @@ bool exit_unseen() {
   if (!initialized) return false;  // never an MPI program here
   if (p == Phase::BeforeInit) {
     // MPI ran, and the runtime saw none of its calls: named by the launcher's rank variables.
-    for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
-      if (const char* rank = std::getenv(v)) {
-        r.run.rank = std::atoi(rank);
-        break;
-      }
+    if (const char* rank = launcher_rank()) r.run.rank = std::atoi(rank);
     for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
       if (const char* size = std::getenv(v)) {
         r.run.size = std::atoi(size);
         break;
       }
-    note_bypassed();
+    note_unchecked();
     r.run.status.store(finalized ? "finalized" : "exit-without-finalize");
     return true;
   }
@@ -408,7 +404,7 @@ bool exit_unseen() {
     g_leaks_deferred = false;
     leak_findings(Call{&kFinalizeUnseen, nullptr});
   }
-  note_bypassed();
+  note_unchecked();
   r.phase.store(static_cast<int>(Phase::Finalized), std::memory_order_release);
   r.run.status.store("finalized");
   if (r.symbolize) symbolize_findings(r.findings);
@@ -417,9 +413,7 @@ bool exit_unseen() {
 
 }  // namespace
 
-// tool.bypassed, once: a tool in front of attrcheck passed the calls it checks to the library.
-// tool.other-mpi, once: the program runs on another MPI library than attrcheck's.
-void note_bypassed() {
+void note_unchecked() {
   static std::atomic<bool> noted{false};
   char detail[640];
   Rule rule = Rule::ToolBypassed;

@@ -2,6 +2,7 @@
 // entry points, and the modules in front of attrcheck.
 #include "runtime/process/chain.hpp"
 
+#include "runtime/process/rank_report.hpp"
 #include "runtime/profile/mpi_profile.hpp"
 
 #include <dlfcn.h>
@@ -9,7 +10,6 @@
 
 #include <atomic>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -123,16 +123,21 @@ struct Other {
 Other g_other{};
 std::atomic<bool> g_other_found{false};
 
-// The PMPI_Get_library_version of another MPI library than attrcheck's, or nullptr: one that a
-// loaded module defines (or a module it depends on), when the library attrcheck is built for
-// (ATTRCHECK_MPI_SONAME, loaded with attrcheck) defines another. Each module's handle is taken
-// after the walk of the loaded modules, not in it (dlopen under dl_iterate_phdr's lock).
-void* other_version_fn() noexcept {
+// The PMPI_Get_library_version of another MPI library than attrcheck's, or nullptr, when the
+// library attrcheck is built for (ATTRCHECK_MPI_SONAME, loaded with attrcheck) defines another:
+// the next one in the global scope, where the program's own libraries come before attrcheck's;
+// with `every_module`, also one that any loaded module defines or depends on (one opened with
+// dlopen is not in the global scope). Each module's handle is taken after the walk of the loaded
+// modules, not in it (dlopen under dl_iterate_phdr's lock).
+void* other_version_fn(bool every_module) noexcept {
   void* own_library = dlopen(ATTRCHECK_MPI_SONAME, RTLD_LAZY | RTLD_NOLOAD);
   if (!own_library) return nullptr;  // attrcheck's library is not here: nothing can be compared
   void* own = dlsym(own_library, "PMPI_Get_library_version");
   dlclose(own_library);
   if (!own) return nullptr;
+  auto other = [own](void* f) { return f && f != own && module_of(f) != g_own_base; };
+  if (void* next = dlsym(RTLD_NEXT, "PMPI_Get_library_version"); other(next)) return next;
+  if (!every_module) return nullptr;
   std::vector<std::string> modules;
   try {
     dl_iterate_phdr(
@@ -157,7 +162,7 @@ void* other_version_fn() noexcept {
     dlclose(h);
     // (A module that defines none gets the first of its dependencies'; attrcheck's own and every
     // module built on its library get `own`.)
-    if (f && f != own && module_of(f) != g_own_base) return f;
+    if (other(f)) return f;
   }
   return nullptr;
 }
@@ -196,9 +201,7 @@ void adopt(void* version_fn) noexcept {
   attrcheck_other_library_calls = true;
   // One line, from the first rank (or a process no launcher numbered), on stderr: the report
   // says it again (tool.other-mpi).
-  const char* rank = nullptr;
-  for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
-    if (!rank) rank = std::getenv(v);
+  const char* rank = launcher_rank();
   if (!rank || std::strcmp(rank, "0") == 0) {
     char detail[512];
     other_library(detail, sizeof detail);
@@ -208,9 +211,9 @@ void adopt(void* version_fn) noexcept {
 
 }  // namespace
 
-bool adopt_other_library() noexcept {
+bool adopt_other_library(bool every_module) noexcept {
   if (g_other_found.load(std::memory_order_acquire)) return true;
-  if (void* f = other_version_fn()) adopt(f);
+  if (void* f = other_version_fn(every_module)) adopt(f);
   return g_other_found.load(std::memory_order_acquire);
 }
 

@@ -113,11 +113,13 @@ bool bypassed(char* detail, std::size_t size) noexcept;
 // Whether the program runs on another MPI library than attrcheck is built for: a program of
 // MPICH's with the Open MPI build, or one built for the MPI standard ABI (libmpi_abi.so.1) with a
 // build for a library's own ABI. attrcheck's handles, constants and types are not that library's,
-// so it cannot check, nor call the library itself. Looked for when attrcheck is loaded and again
-// at MPI_Init (a program may open its MPI library with dlopen, as mpi4py does); once found, every
-// C wrapper's next hop is that library's PMPI_X, the caller passes every call there unchecked
-// (mode off), and one line on stderr says what to use instead. True if found, now or before.
-bool adopt_other_library() noexcept;
+// so it cannot check, nor call the library itself. Looked for when attrcheck is loaded (the next
+// PMPI_Get_library_version in the global scope) and at MPI_Init in every loaded module
+// (`every_module`: a program may open its MPI library with dlopen, as Python does mpi4py); once
+// found, every C wrapper's next hop is that library's PMPI_X, the caller passes every call there
+// unchecked (mode off), and one line on stderr says what to use instead. True if found, now or
+// before.
+bool adopt_other_library(bool every_module) noexcept;
 // What other_library found, in `detail`, for the report (tool.other-mpi); false if nothing.
 bool other_library(char* detail, std::size_t size) noexcept;
 
@@ -147,7 +149,3 @@ extern "C" {
 #else
 #error "attrcheck's entries for a library whose handles are ints are written for x86-64 only"
 #endif
-
-namespace attrcheck::rt {
-
-}  // namespace attrcheck::rt

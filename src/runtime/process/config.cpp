@@ -159,7 +159,7 @@ __attribute__((constructor)) void load_configuration() {
   resolve_chain();
   // Checked as mode=off, nothing (the report says why): a tool in front takes the calls, or the
   // program runs on another MPI library.
-  if (front_takes_calls() || adopt_other_library()) g_off = true;
+  if (front_takes_calls() || adopt_other_library(false)) g_off = true;
   install_exit_hook();
   install_at_exit();
 }

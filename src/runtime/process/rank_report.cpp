@@ -168,6 +168,12 @@ void start_journal(bool now) noexcept {
     std::fprintf(stderr, "attrcheck: cannot write %s: findings are saved at exit only\n", path);
 }
 
+const char* launcher_rank() noexcept {
+  for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+    if (const char* rank = std::getenv(v)) return rank;
+  return nullptr;
+}
+
 void print_summary() noexcept {
   if (state().rank_summary) render_summary(2, state().run, state().findings);
 }

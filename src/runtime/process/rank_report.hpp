@@ -11,6 +11,9 @@ void write_report() noexcept;
 // (or, with `now`, at once if there are findings already).
 void start_journal(bool now) noexcept;
 void print_summary() noexcept;
+// The rank the MPI launcher gave this process in its environment (OMPI_COMM_WORLD_RANK,
+// PMIX_RANK, PMI_RANK), or nullptr: for a process whose rank MPI cannot be asked for.
+const char* launcher_rank() noexcept;
 
 // Once MPI runs: the report is named by rank (and spawned job) from now on; one written before
 // MPI_Init (pid-N.json) moves, and the journal starts beside it.
