@@ -1,4 +1,4 @@
-// The merge (tools/report/merge.hpp) as the job's gather at MPI_Finalize uses it: a tree of
+// The merge (merge/merge.hpp) as the job's gather at MPI_Finalize uses it: a tree of
 // merges (k-nomial, as the gather's, and binomial), each merging its children's merged reports, must give what one merge of every rank's
 // report gives; past the cap of distinct findings, the findings kept and the counts are the same
 // too; a rank report added after a gathered report that holds its findings adds only what came
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "report/merge.hpp"
+#include "merge/merge.hpp"
 
 using attrcheck::reports::Json;
 using attrcheck::reports::Merger;

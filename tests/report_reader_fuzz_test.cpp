@@ -2,11 +2,11 @@
 // invalid UTF-8, random byte changes): every mutation of a rank report either loads or is a
 // ReportError; merging, summarizing and writing SARIF, JUnit and HTML what loaded never throws
 // anything else, never crashes and never hangs (ctest's timeout).
-#include "report/load.hpp"
-#include "report/merge.hpp"
-#include "report/outputs.hpp"
-#include "report/suppress.hpp"
-#include "report/symbolize.hpp"
+#include "merge/load.hpp"
+#include "merge/merge.hpp"
+#include "tools/report/outputs.hpp"
+#include "merge/suppress.hpp"
+#include "merge/symbolize.hpp"
 
 #include <gtest/gtest.h>
 

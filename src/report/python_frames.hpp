@@ -4,7 +4,7 @@
 // platforms attrcheck runs on) whose low bits name an entry of the process's Python frame table:
 // file, function and line, copied when the frame was first seen. Stacks holding them are interned
 // and compared like any other (StackDepot), and the report's writer turns each into a frame of its
-// own (report.cpp, resolve_stack).
+// own (stacks.cpp, resolve_stack).
 #pragma once
 
 #include <cstddef>

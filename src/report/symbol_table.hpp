@@ -1,6 +1,6 @@
 // The names the in-process pass (symbolize.hpp) found for the report's frames, as the report
 // writer reads them: an immutable table published to the findings store, looked up without
-// allocating or locking (report.cpp renders from it, possibly in a signal handler).
+// allocating or locking (render.cpp renders from it, possibly in a signal handler).
 #pragma once
 
 #include <cstddef>

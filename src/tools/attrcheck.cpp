@@ -1,10 +1,10 @@
 // attrcheck: run an MPI program under the attribute-caching checker (see usage below).
 // Preloads the runtime into the command's processes, waits for the command, then merges the
 // ranks' reports (in this process: the report library) and prints the summary.
-#include "report/load.hpp"
-#include "report/merge.hpp"
-#include "report/outputs.hpp"
-#include "report/suppress.hpp"
+#include "merge/load.hpp"
+#include "merge/merge.hpp"
+#include "tools/report/outputs.hpp"
+#include "merge/suppress.hpp"
 #include "probe.hpp"
 
 #include <CLI/CLI.hpp>

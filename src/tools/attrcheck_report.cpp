@@ -1,9 +1,9 @@
 // attrcheck-report: read, merge, gate and convert attrcheck reports (see usage below).
-#include "report/load.hpp"
-#include "report/merge.hpp"
-#include "report/outputs.hpp"
-#include "report/symbolize.hpp"
-#include "report/suppress.hpp"
+#include "merge/load.hpp"
+#include "merge/merge.hpp"
+#include "tools/report/outputs.hpp"
+#include "merge/symbolize.hpp"
+#include "merge/suppress.hpp"
 
 #include <CLI/CLI.hpp>
 

@@ -3,7 +3,7 @@
 // series (src/runtime/profile/mpi_profile.def), marking every difference.
 #include "probe.hpp"
 
-#include "report/suppress.hpp"  // data_dir
+#include "merge/suppress.hpp"  // data_dir
 #include "runtime/profile/mpi_profile_table.hpp"
 
 #include <nlohmann/json.hpp>

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "report/merge.hpp"
+#include "merge/merge.hpp"
 #include "report/symbolize.hpp"
 #include "runtime/process/state.hpp"
 #include "runtime/process/chain.hpp"

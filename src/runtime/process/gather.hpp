@@ -5,7 +5,7 @@
 // communicators, errhandlers and attributes are never used. At MPI_Finalize, once the program's
 // own finalize work is done and while MPI still works, each rank hands its findings to its parent
 // in a tree (k-nomial, fan-in 8), first within its node and then among the nodes; every parent merges them
-// as the launcher's merge does (tools/report/merge.hpp), and world rank 0 writes the merged
+// as the launcher's merge does (merge/merge.hpp), and world rank 0 writes the merged
 // report (report.json, or job-ID.json for a spawned job). Then rank 0 tells every rank it
 // merged, down the same tree, that its findings are in that file: those ranks write nothing.
 //

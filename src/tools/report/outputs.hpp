@@ -2,7 +2,7 @@
 // too), the gate's selection, SARIF 2.1.0, JUnit XML, and the self-contained HTML page.
 #pragma once
 
-#include "report/json.hpp"
+#include "merge/load.hpp"
 
 #include <string>
 #include <vector>
@@ -19,9 +19,8 @@ std::string location(const Json& report, const Json& finding);
 // A frame for people: a Python frame as file:line in function; else function (file:line), else
 // function, else module+offset.
 std::string frame_text(const Json& frame);
-// Python frames (report schema 1.6): {"python": true, "file", "line", "function"}. The user's are
-// those not in mpi4py's package, the import machinery (<frozen ...>) or runpy.
-bool is_python_frame(const Json& frame);
+// The user's Python frames (is_python_frame, load.hpp): those not in mpi4py's package, the
+// import machinery (<frozen ...>) or runpy.
 bool is_user_python_frame(const Json& frame);
 // The first of `frames` that is the user's Python code, or null.
 const Json* user_python_frame(const Json& frames);

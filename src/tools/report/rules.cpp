@@ -1,4 +1,4 @@
-#include "report/outputs.hpp"
+#include "tools/report/outputs.hpp"
 
 namespace attrcheck::reports {
 

@@ -1,6 +1,6 @@
-#include "report/outputs.hpp"
+#include "tools/report/outputs.hpp"
 
-#include "report/load.hpp"
+#include "merge/load.hpp"
 
 #include <map>
 

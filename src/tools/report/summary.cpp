@@ -1,7 +1,7 @@
-#include "report/outputs.hpp"
+#include "tools/report/outputs.hpp"
 
-#include "report/load.hpp"
-#include "report/merge.hpp"
+#include "merge/load.hpp"
+#include "merge/merge.hpp"
 
 #include <algorithm>
 
@@ -70,8 +70,6 @@ std::vector<const Json*> at_or_above(const Json& findings, const std::string& th
   }
   return out;
 }
-
-bool is_python_frame(const Json& frame) { return frame.is_object() && truthy(frame, "python"); }
 
 bool is_user_python_frame(const Json& frame) {
   if (!is_python_frame(frame)) return false;

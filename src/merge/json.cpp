@@ -1,4 +1,4 @@
-#include "report/json.hpp"
+#include "merge/json.hpp"
 
 #include <cmath>
 #include <limits>

@@ -3,7 +3,7 @@
 // module and offset, message) and its count. Building the whole value is left for the findings
 // the merged report does not hold yet (after the first ranks: none), which keeps a merge of
 // thousands of rank reports from allocating and freeing every finding of every rank.
-#include "report/load.hpp"
+#include "merge/load.hpp"
 
 #include <cmath>
 #include <cstdint>

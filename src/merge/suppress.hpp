@@ -13,7 +13,7 @@
 // apply unless the user turns them off.
 #pragma once
 
-#include "report/json.hpp"
+#include "merge/json.hpp"
 
 #include <string>
 #include <vector>

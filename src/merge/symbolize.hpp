@@ -4,7 +4,7 @@
 // "function") are left as they are.
 #pragma once
 
-#include "report/json.hpp"
+#include "merge/json.hpp"
 
 #include <optional>
 #include <string>

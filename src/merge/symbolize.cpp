@@ -1,6 +1,6 @@
-#include "report/symbolize.hpp"
+#include "merge/symbolize.hpp"
 
-#include "report/load.hpp"
+#include "merge/load.hpp"
 
 #include <cerrno>
 #include <cstdio>

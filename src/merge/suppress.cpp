@@ -1,6 +1,6 @@
-#include "report/suppress.hpp"
+#include "merge/suppress.hpp"
 
-#include "report/load.hpp"
+#include "merge/load.hpp"
 
 #include <climits>
 #include <fnmatch.h>

@@ -4,9 +4,9 @@
 // lock: in `mpirun attrcheck -- app` every rank's launcher merges) and by attrcheck-report.
 #pragma once
 
-#include "report/json.hpp"
-#include "report/load.hpp"
-#include "report/suppress.hpp"
+#include "merge/json.hpp"
+#include "merge/load.hpp"
+#include "merge/suppress.hpp"
 
 #include <ctime>
 #include <memory>

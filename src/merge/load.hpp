@@ -3,7 +3,7 @@
 // files of a run directory.
 #pragma once
 
-#include "report/json.hpp"
+#include "merge/json.hpp"
 
 #include <memory>
 #include <string>
@@ -20,6 +20,9 @@ inline constexpr const char* kVersion = "1.7";
 // Deeper JSON than this is refused when read: nothing attrcheck writes nests past a handful of
 // levels, and the tools copy and print values recursively.
 inline constexpr int kMaxDepth = 256;
+
+// A Python frame of a stack (report schema 1.6): {"python": true, "file", "line", "function"}.
+inline bool is_python_frame(const Json& frame) { return frame.is_object() && truthy(frame, "python"); }
 
 // The file's bytes (ReportError "PATH: strerror" when it cannot be read).
 std::string read_file(const std::string& path);

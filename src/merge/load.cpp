@@ -1,4 +1,4 @@
-#include "report/load.hpp"
+#include "merge/load.hpp"
 
 #include <algorithm>
 #include <cerrno>
