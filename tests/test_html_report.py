@@ -123,6 +123,28 @@ class HtmlReportTest(unittest.TestCase):
         self.assertIn("<li>app.py:46 in double_free [Python]</li>", dom)
         self.assertIn("<li>pkl5.py:3 in wrapper [Python]</li>", dom)
 
+    def test_a_leak_at_finalize_from_python_is_where_it_was_made(self):
+        # mpi4py runs MPI_Finalize from the interpreter's exit: no Python frame in the finding's
+        # stack, so the page shows where the leaked keyval was created (its provenance's line).
+        import json
+        with open(os.path.join(self.dir, "run", "report.json")) as f:
+            report = json.load(f)
+        finding = next(x for x in report["findings"] if x["rule"] == "keyval.double-free")
+        finding["call"] = "MPI_Finalize"
+        site_frames = next(s for s in report["stacks"] if s["id"] == finding["stack"])["frames"]
+        site_frames[:] = [{"address": "0x58f30", "module": "/usr/bin/python3.11", "offset": "0x58f30"}]
+        created = next(p for p in finding["provenance"] if p["what"] == "keyval created")
+        created_frames = next(s for s in report["stacks"] if s["id"] == created["stack"])["frames"]
+        created_frames.insert(0, {"python": True, "file": "/home/u/app.py", "line": 10, "function": "make_keyval"})
+        dom = self.view_of(self.write_json(report, "at-finalize"), "at-finalize", "rule=keyval.double-free")
+        row = dom.split('data-rule="keyval.double-free"')[1].split("</tr>")[0]
+        self.assertIn("app.py:10 in make_keyval", row)
+        finding["call"] = "MPI_Comm_free_keyval"  # anywhere else: its own site, however unhelpful
+        dom = self.view_of(self.write_json(report, "elsewhere"), "elsewhere", "rule=keyval.double-free")
+        row = dom.split('data-rule="keyval.double-free"')[1].split("</tr>")[0]
+        self.assertNotIn("app.py:10", row)
+        self.assertIn("python3.11+0x58f30", row)
+
     def test_report_text_cannot_break_out_of_the_page(self):
         import json
         with open(os.path.join(self.dir, "run", "report.json")) as f:

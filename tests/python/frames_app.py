@@ -6,6 +6,11 @@ Markers (a comment at the end of the line they name):
   expect-site: RULE                  some RULE finding's site is this line (its first frame of the
                                      user's Python code)
   expect-provenance: RULE WHAT       some RULE finding's provenance WHAT is this line
+  expect-where: RULE                 some RULE finding is shown at this line (the summary's where,
+                                     SARIF's location, JUnit's failure): one found at MPI_Finalize,
+                                     which mpi4py runs from the interpreter's exit (no Python code
+                                     running), is where its subject was made
+Several markers on one line are separated by ';'.
 A marker ending in [mpi4py<4] holds only before mpi4py 4. mpi4py 4 tells MPI that a delete
 callback which raised succeeded (its C callback returns MPI_SUCCESS, keeps the error and raises it
 once MPI_Comm_delete_attr has returned): the library deletes the attribute, and attrcheck, rightly,
@@ -23,7 +28,7 @@ failed = []
 
 
 def make_keyval():
-    return MPI.Comm.Create_keyval()  # expect-provenance: keyval.leak keyval created
+    return MPI.Comm.Create_keyval()  # expect-provenance: keyval.leak keyval created; expect-where: keyval.leak
 
 
 def delete_once(state):
@@ -80,7 +85,7 @@ def wrong_kind():
 
 
 def replace(obj, key):
-    obj.Set_attr(key, "left")  # expect-provenance: attr.leak attribute set
+    obj.Set_attr(key, "left")  # expect-provenance: attr.leak attribute set; expect-where: attr.leak
 
 
 def attribute_left():
@@ -92,7 +97,7 @@ def attribute_left():
 
 
 def keyval_in_a_thread(out):
-    out.append(MPI.Comm.Create_keyval())  # expect-provenance: keyval.leak keyval created
+    out.append(MPI.Comm.Create_keyval())  # expect-provenance: keyval.leak keyval created; expect-where: keyval.leak
 
 
 def from_a_thread():

@@ -30,17 +30,21 @@ APP = os.path.join(HERE, "frames_app.py")
 # keyvals, one made in another thread, three keyval.leak).
 EXPECTED = {"keyval.leak": 3, "keyval.double-free": 1, "callback.error": 2, "keyval.kind-mismatch": 1,
             "attr.leak": 1}
-MARKER = re.compile(r"#\s*expect-(site|provenance):\s*(\S+)\s*(.*?)\s*(\[mpi4py<(\d+)\])?\s*$")
+MARKER = re.compile(r"^\s*expect-(site|provenance|where):\s*(\S+)\s*(.*?)\s*(\[mpi4py<(\d+)\])?\s*$")
 
 
 def markers(mpi4py_major):
-    """[(kind, rule, what, line)] from the program's comments, those that hold for this mpi4py."""
+    """[(kind, rule, what, line)] from the program's comments (markers separated by ';'), those
+    that hold for this mpi4py."""
     out = []
     with open(APP, encoding="utf-8") as f:
         for number, line in enumerate(f, 1):
-            m = MARKER.search(line)
-            if m and (m.group(5) is None or mpi4py_major < int(m.group(5))):
-                out.append((m.group(1), m.group(2), m.group(3), number))
+            if "# expect-" not in line:
+                continue
+            for part in line.split("# ", 1)[1].split(";"):
+                m = MARKER.match(part)
+                if m and (m.group(5) is None or mpi4py_major < int(m.group(5))):
+                    out.append((m.group(1), m.group(2), m.group(3), number))
     return out
 
 
@@ -117,7 +121,7 @@ def main():
                 lines.append(fr and (os.path.basename(fr["file"]), fr["line"]))
             if ("frames_app.py", line) not in lines:
                 failures.append(f"no {rule} finding at frames_app.py:{line} (sites: {lines})")
-        else:
+        elif kind == "provenance":
             lines = []
             for f in candidates:
                 for prov in f.get("provenance", []):
@@ -134,6 +138,10 @@ def main():
         needle = f"frames_app.py:{line} in "
         if needle not in summary:
             failures.append(f"the summary does not name {needle!r} ({kind} {rule} {what})")
+        # A finding's own row (severity, rule, count, ranks, where, message) is where it is shown.
+        rows = [r for r in summary.splitlines() if re.match(rf"\s+(error|warning|info)\s+{re.escape(rule)}\s", r)]
+        if kind == "where" and not any(needle in r for r in rows):
+            failures.append(f"no {rule} row of the summary is at {needle!r} (rows: {rows})")
     # SARIF: a finding made from Python is at its .py file and line (a physical location).
     sarif_path = os.path.join(a.workdir, "report.sarif")
     subprocess.run([tool, "sarif", "--force", "-o", sarif_path, report_path], capture_output=True, text=True)
@@ -147,7 +155,7 @@ def main():
                 sarif_lines.add((r["ruleId"], os.path.basename(phys["artifactLocation"]["uri"]),
                                  phys["region"]["startLine"]))
     for kind, rule, what, line in markers(mpi4py_major):
-        if kind == "site" and (rule, "frames_app.py", line) not in sarif_lines:
+        if kind in ("site", "where") and (rule, "frames_app.py", line) not in sarif_lines:
             failures.append(f"SARIF has no {rule} result at frames_app.py:{line}")
 
     # JUnit: each failure says where, at the Python line.
@@ -156,7 +164,7 @@ def main():
     with open(junit_path) as f:
         junit = f.read()
     for kind, rule, what, line in markers(mpi4py_major):
-        if kind == "site" and f"at frames_app.py:{line} in " not in junit:
+        if kind in ("site", "where") and f"at frames_app.py:{line} in " not in junit:
             failures.append(f"JUnit names no finding at frames_app.py:{line} ({rule})")
 
     # Suppressions match Python frames: fun: a Python function, src: a .py file.

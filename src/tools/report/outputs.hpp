@@ -24,7 +24,9 @@ std::string frame_text(const Json& frame);
 bool is_user_python_frame(const Json& frame);
 // The first of `frames` that is the user's Python code, or null.
 const Json* user_python_frame(const Json& frames);
-// The user's Python frame a finding was made at (its stack's, else its site's), or null.
+// The user's Python frame a finding was made at (its stack's, else its site's), or null. A finding
+// at MPI_Finalize with neither (no Python code running: mpi4py finalizes from the interpreter's
+// exit) is at its provenance's first such frame: where the leaked thing was made.
 const Json* user_python_site(const Json& report, const Json& finding);
 // What a stack is shown by: its first user's Python frame, else its first frame.
 const Json& first_frame(const Json& frames);

@@ -129,7 +129,14 @@ std::string location(const Json& f) {
 const Json* user_python_site(const Json& report, const Json& finding) {
   if (const Json* py = user_python_frame(stack_frames(report, member(finding, "stack")))) return py;
   const Json* py = member(object_at(finding, "site"), "python");
-  return py && is_user_python_frame(*py) ? py : nullptr;
+  if (py && is_user_python_frame(*py)) return py;
+  // Found at MPI_Finalize with no Python code running (mpi4py finalizes from the interpreter's
+  // exit): the finding is about something made earlier (a leaked keyval, an attribute whose
+  // delete callback never runs), and is where that was made, its provenance's first Python line.
+  if (text(finding, "call") != "MPI_Finalize") return nullptr;
+  for (const Json& p : array_at(finding, "provenance"))
+    if (const Json* made = user_python_frame(stack_frames(report, member(p, "stack")))) return made;
+  return nullptr;
 }
 
 std::string location(const Json& report, const Json& finding) {
