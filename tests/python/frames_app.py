@@ -15,8 +15,9 @@ A marker ending in [mpi4py<4] holds only before mpi4py 4. mpi4py 4 tells MPI tha
 callback which raised succeeded (its C callback returns MPI_SUCCESS, keeps the error and raises it
 once MPI_Comm_delete_attr has returned): the library deletes the attribute, and attrcheck, rightly,
 sees no failing callback. mpi4py 3 returns the error: the call fails and the attribute stays.
-The raising copy callback runs inside comm.Dup(), which mpi4py calls with the GIL released: no
-Python frame can be read there, so that finding's site is not marked (its keyval's provenance is).
+A failing callback's finding names the Python function mpi4py ran (its provenance "Python copy
+callback" / "Python delete callback", at the function's first line) and is at the Python line of
+the call that ran it, also inside comm.Dup(), which mpi4py calls with the GIL released.
 """
 import sys
 import threading
@@ -32,14 +33,14 @@ def make_keyval():
 
 
 def delete_once(state):
-    def delete_fn(obj, keyval, value):
+    def delete_fn(obj, keyval, value):  # expect-provenance: callback.error Python delete callback [mpi4py<4]
         if not state:
             state.append(1)
             raise RuntimeError("a delete callback that raises")
     return delete_fn
 
 
-def copy_raises(obj, keyval, value):
+def copy_raises(obj, keyval, value):  # expect-provenance: callback.error Python copy callback
     raise RuntimeError("a copy callback that raises")
 
 
@@ -72,7 +73,7 @@ def failing_copy():
     key = MPI.Comm.Create_keyval(copy_fn=copy_raises)  # expect-provenance: callback.error keyval created
     dup = comm.Dup()
     dup.Set_attr(key, "value")
-    expect_failure("raising copy", lambda: dup.Dup())
+    expect_failure("raising copy", lambda: dup.Dup())  # expect-site: callback.error
     dup.Delete_attr(key)
     dup.Free()
     MPI.Comm.Free_keyval(key)

@@ -10,19 +10,34 @@
 #include "runtime/process/library.hpp"
 #include "runtime/process/provenance.hpp"
 #include "runtime/process/state.hpp"
+#include "runtime/python/python_frames.hpp"
+#include "report/python_frames.hpp"
+
+#include <cstring>
 
 namespace attrcheck::rt {
 
 namespace {
 
 // "copy callback my_copy of keyval 12<tail>"; the name comes from dladdr (normal path only).
+// A Python callback (python_name, defined in python_file at python_line): "delete callback
+// delete_fn (app.py:12) of keyval 12<tail>".
 void callback_detail(char* buf, std::size_t size, const char* what, const void* fn, int keyval,
-                     const char* tail) {
+                     const char* tail, const char* python_name = nullptr, const char* python_file = nullptr,
+                     int python_line = 0) {
   Appender a{buf, size};
   a.put(what);
   a.put(" ");
   Dl_info dl{};
-  if (fn && dladdr(fn, &dl) && dl.dli_sname) {
+  if (python_name) {
+    const char* slash = python_file ? std::strrchr(python_file, '/') : nullptr;
+    a.put(python_name);
+    a.put(" (");
+    a.put(slash ? slash + 1 : python_file);
+    a.put(":");
+    a.num(python_line);
+    a.put(")");
+  } else if (fn && dladdr(fn, &dl) && dl.dli_sname) {
     a.put(dl.dli_sname);
   } else {
     a.hex(reinterpret_cast<std::uintptr_t>(fn));
@@ -38,12 +53,31 @@ void callback_detail(char* buf, std::size_t size, const char* what, const void* 
 // provenance stack to put before it (where an exception was thrown).
 void report_callback(Rule rule, const char* what, int keyval, const char* tail, const void* fn, int engine_key,
                      const ProvenanceInput* first) {
-  char detail[320];
-  callback_detail(detail, sizeof detail, what, fn, keyval, tail);
   FindingInput in;
   ProvenanceStorage storage;
   if (first) in.provenance[in.provenance_count++] = *first;
   add_keyval_provenance(in, storage, engine_key, false);
+  // mpi4py's callback: the Python function it ran, first in the provenance, and the Python frames
+  // of the call that ran it (python_frames.hpp).
+  void* function = nullptr;
+  void* frames[kStackFrames];
+  int depth = 0;
+  const bool copy = std::strncmp(what, "copy", 4) == 0;
+  const char *name = nullptr, *file = nullptr;
+  int line = 0;
+  const void* extra_state = reinterpret_cast<const void*>(static_cast<std::uintptr_t>(in.callbacks.extra_state));
+  if (python::active() && in.has_callbacks && !first &&
+      python::mpi4py_callback(fn, extra_state, copy, &function, frames, kStackFrames, &depth)) {
+    in.python_frames = frames;
+    in.python_depth = depth;
+    if (function && in.provenance_count < kMaxProvenance &&
+        python_frame_text(python_frame_id(function), &file, &name, &line)) {
+      for (int i = in.provenance_count++; i > 0; --i) in.provenance[i] = in.provenance[i - 1];
+      in.provenance[0] = ProvenanceInput{copy ? "Python copy callback" : "Python delete callback", &function, 1};
+    }
+  }
+  char detail[320];
+  callback_detail(detail, sizeof detail, what, fn, keyval, tail, name, file, line);
   in.rule = rule;
   in.call = current_call_name();
   in.site = fn;

@@ -41,6 +41,13 @@ struct Api {
   void (*err_restore)(Obj*, Obj*, Obj*);
   int (*gc_disable)();
   int (*gc_enable)();
+  // For mpi4py's callbacks (mpi4py_callback): optional, all in the stable C API.
+  int (*gil_ensure)();           // PyGILState_Ensure (a PyGILState_STATE, an enum)
+  void (*gil_release)(int);      // PyGILState_Release
+  Obj* (*sys_object)(const char*);  // PySys_GetObject: borrowed
+  Obj* (*dict_item)(Obj*, const char*);  // PyDict_GetItemString: borrowed
+  long (*as_long)(Obj*);         // PyLong_AsLong
+  bool callbacks = false;        // all of these found
 };
 Api g_api;
 char g_version[16] = "";
@@ -95,6 +102,9 @@ bool resolve(Api& a) noexcept {
       !find(a.err_clear, "PyErr_Clear") || !find(a.err_fetch, "PyErr_Fetch") || !find(a.err_restore, "PyErr_Restore") ||
       !find(a.gc_disable, "PyGC_Disable") || !find(a.gc_enable, "PyGC_Enable"))
     return false;
+  a.callbacks = find(a.gil_ensure, "PyGILState_Ensure") && find(a.gil_release, "PyGILState_Release") &&
+                find(a.sys_object, "PySys_GetObject") && find(a.dict_item, "PyDict_GetItemString") &&
+                find(a.as_long, "PyLong_AsLong");
   // Where the interpreter's own machine code is: a stack's Python frames go before its first
   // native frame in there (merge_python_frames).
   Segment s{reinterpret_cast<std::uintptr_t>(dlsym(RTLD_DEFAULT, "PyEval_EvalCode"))};
@@ -229,6 +239,103 @@ int capture(void** out, int max) noexcept {
   if (raised) a.err_restore(type, value, traceback);
   else if (a.err_occurred()) a.err_clear();
   return n;
+}
+
+namespace {
+
+// Whether `fn` is in mpi4py's MPI extension module (.../mpi4py/MPI.cpython-*.so, MPI.abi3.so ...).
+bool in_mpi4py(const void* fn) noexcept {
+  Dl_info dl{};
+  return fn && dladdr(fn, &dl) && dl.dli_fname && std::strstr(dl.dli_fname, "/mpi4py/MPI.");
+}
+
+// The attribute's text (UTF-8), or "" with the error it raised cleared.
+std::string text_attr(const Api& a, Obj* object, const char* name) {
+  if (!object) return {};
+  Obj* value = a.getattr(object, name);
+  if (!value) {
+    a.err_clear();
+    return {};
+  }
+  const char* utf8 = a.utf8(value);
+  std::string out = utf8 ? utf8 : "";
+  if (!utf8) a.err_clear();
+  a.decref(value);
+  return out;
+}
+
+// Whether the mpi4py the program imported passes its keyval state (_p_keyval) as its callbacks'
+// extra_state: 3.1 on.
+bool mpi4py_passes_state(const Api& a) {
+  Obj* modules = a.sys_object("modules");
+  Obj* mpi4py = modules ? a.dict_item(modules, "mpi4py") : nullptr;
+  const std::string version = text_attr(a, mpi4py, "__version__");
+  int major = 0, minor = 0;
+  if (std::sscanf(version.c_str(), "%d.%d", &major, &minor) != 2) return false;
+  return major > 3 || (major == 3 && minor >= 1);
+}
+
+// The Python function `callable` runs (a function, or a bound method's): its code object, a new
+// reference, or null.
+Obj* code_of(const Api& a, Obj* callable) {
+  Obj* code = a.getattr(callable, "__code__");
+  if (code) return code;
+  a.err_clear();
+  Obj* function = a.getattr(callable, "__func__");
+  if (!function) {
+    a.err_clear();
+    return nullptr;
+  }
+  code = a.getattr(function, "__code__");
+  if (!code) a.err_clear();
+  a.decref(function);
+  return code;
+}
+
+}  // namespace
+
+bool mpi4py_callback(const void* fn, const void* extra_state, bool copy, void** function, void** frames, int max,
+                     int* depth) noexcept {
+  *function = nullptr;
+  *depth = 0;
+  if (!g_interpreter || !g_api.callbacks || !extra_state || !in_mpi4py(fn)) return false;
+  const Api& a = g_api;
+  if (!a.is_initialized()) return false;
+  const int gil = a.gil_ensure();
+  Obj *type = nullptr, *value = nullptr, *traceback = nullptr;
+  const bool raised = a.err_occurred() != nullptr;
+  if (raised) a.err_fetch(&type, &value, &traceback);
+  bool ok = false;
+  try {
+    Obj* state = static_cast<Obj*>(const_cast<void*>(extra_state));
+    Obj* cls = mpi4py_passes_state(a) ? a.getattr(state, "__class__") : nullptr;
+    if (!cls) a.err_clear();
+    ok = cls && text_attr(a, cls, "__name__") == "_p_keyval";
+    if (cls) a.decref(cls);
+    Obj* callable = ok ? a.getattr(state, copy ? "copy_fn" : "delete_fn") : nullptr;
+    if (ok && !callable) a.err_clear();
+    if (Obj* code = callable ? code_of(a, callable) : nullptr) {
+      std::string file = text_attr(a, code, "co_filename"), name = text_attr(a, code, "co_qualname");
+      if (name.empty()) name = text_attr(a, code, "co_name");
+      long line = 0;
+      if (Obj* first = a.getattr(code, "co_firstlineno")) {
+        line = a.as_long(first);
+        a.decref(first);
+      }
+      if (!file.empty() && line > 0)
+        *function = python_frame_word(python_frame_add(file.c_str(), name.c_str(), static_cast<int>(line)));
+      a.decref(code);
+    }
+    if (callable) a.decref(callable);
+  } catch (...) {  // (memory, in the frame table)
+  }
+  // The thread's own frames, the GIL now held: the Python code that made the call running the
+  // callback (a thread's frames stay in its thread state while it has released the GIL).
+  if (ok) *depth = capture(frames, max);
+  if (raised) a.err_restore(type, value, traceback);
+  else if (a.err_occurred()) a.err_clear();
+  a.gil_release(gil);
+  return ok;
 }
 
 }  // namespace attrcheck::rt::python

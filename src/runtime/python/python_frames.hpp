@@ -30,4 +30,16 @@ const char* read_versions() noexcept;
 // found it. Normal path only (takes the GIL holder's locks: never from a signal handler).
 int capture(void** out, int max) noexcept;
 
+// A keyval callback that mpi4py (3.1 on) runs: its C function `fn` is in mpi4py's MPI module and
+// its extra_state is mpi4py's keyval state (a _p_keyval, holding the Python callables). Takes the
+// GIL as mpi4py's own callback took it at this point a moment before (PyGILState_Ensure: no wait
+// that callback did not have), reads the Python function it called (copy_fn or delete_fn: as a
+// tagged frame word in *function, at its code's co_filename, co_firstlineno and co_qualname, when
+// it is a function or a method) and this thread's Python frames (the call that ran the callback,
+// which mpi4py makes with the GIL released for Comm.Dup and Comm.Free), and gives the GIL back.
+// The thread's exception state is left as it was. False, with nothing read, for any other
+// callback. Normal path only; after the callback returned, never inside it.
+bool mpi4py_callback(const void* fn, const void* extra_state, bool copy, void** function, void** frames, int max,
+                     int* depth) noexcept;
+
 }  // namespace attrcheck::rt::python
