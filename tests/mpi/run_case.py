@@ -32,7 +32,13 @@ A case is a C, C++ or Fortran program whose first comment lines (// or !) say wh
                                                (the program found that the library cannot do
                                                here what the case needs, and said why on
                                                stderr), the case is skipped (ctest: skipped)
-                                               with that reason; any other failure fails it
+                                               with that reason; any other failure fails it.
+                                               Where the library does so only now and then (an
+                                               abort in it that some runs escape), a run under
+                                               attrcheck ending with STATUS is followed by up to
+                                               NATIVE_RETRIES new native runs: one ending with
+                                               STATUS too skips the case, saying so; if none
+                                               does, the case fails
   // skip-on LIBRARY: REASON                     the case cannot run on that library or release series
                                                (openmpi, openmpi-5.0: mpi_profile.def; ctest: skipped)
   // expect-intercepted: FAMILY.BINDING=N ...    the merged report's "intercepted" count of that
@@ -355,6 +361,11 @@ def run_log(cmd, proc, native, failures):
     return "\n".join(parts) + "\n"
 
 
+# How many native runs more a case with native-skip makes when its run under attrcheck ended with
+# a skip status its first native run did not (native-skip above).
+NATIVE_RETRIES = 10
+
+
 def native_run(a, mpirun, env):
     """The program's native run (no attrcheck), made once per build of the case: its modes' tests
     share it, as its stdout and status do not depend on the mode that compares them. Kept beside
@@ -476,6 +487,18 @@ def check_case(a):
     print("$ " + " ".join(cmd))
     print(proc.stdout)
     print(proc.stderr, file=sys.stderr)
+    if spec["native_skip"] is not None and proc.returncode in spec["native_skip"] and \
+            not exit_ok(spec["exit"], proc.returncode):
+        # The native run passed, this one did not, as the library may natively: is it the library?
+        for attempt in range(1, NATIVE_RETRIES + 1):
+            again = subprocess.run(mpirun, env=env, cwd=a.workdir, capture_output=True, text=True, timeout=TIMEOUT)
+            if again.returncode in spec["native_skip"]:
+                print(f"skipped on {cfg.profile.get('name', cfg.library)}: under attrcheck the program ended with "
+                      f"{proc.returncode}, and so did native run {attempt + 1} (the first {attempt} passed), "
+                      f"saying:\n" + again.stderr[-3000:])
+                return SKIP
+        failures.append(f"natively the program passed {NATIVE_RETRIES + 1} times, under attrcheck it ended with "
+                        f"{proc.returncode}")
     if not exit_ok(spec["exit"], proc.returncode):
         failures.append(f"exit status {proc.returncode}, expected {spec['exit']}")
     failures.extend(failures_before)
