@@ -136,13 +136,27 @@ std::mutex g_mu;
 std::unordered_map<const Obj*, CodeText>* g_codes = nullptr;
 std::map<std::pair<const Obj*, int>, void*>* g_frames = nullptr;  // (code, line) -> tagged word
 
-std::string text_of(const Api& a, Obj* code, const char* attribute) {
-  Obj* s = a.getattr(code, attribute);
-  if (!s) return {};
+// The attribute's text (UTF-8), or "" (no object, no such attribute, not a str), with the error
+// that raised cleared.
+std::string text_of(const Api& a, Obj* object, const char* attribute) {
+  if (!object) return {};
+  Obj* s = a.getattr(object, attribute);
+  if (!s) {
+    a.err_clear();
+    return {};
+  }
   const char* utf8 = a.utf8(s);
   std::string out = utf8 ? utf8 : "";
+  if (!utf8) a.err_clear();
   a.decref(s);
   return out;
+}
+
+// A code object's file and function (co_qualname, else co_name).
+CodeText code_text(const Api& a, Obj* code) {
+  CodeText t{text_of(a, code, "co_filename"), text_of(a, code, "co_qualname")};
+  if (t.function.empty()) t.function = text_of(a, code, "co_name");
+  return t;
 }
 
 // The tagged word of `frame` (code object `code`), found or made. Null if it cannot be (memory).
@@ -152,9 +166,7 @@ void* word_of(const Api& a, Obj* frame, Obj* code) noexcept {
     if (!g_codes) g_codes = new std::unordered_map<const Obj*, CodeText>, g_frames = new std::map<std::pair<const Obj*, int>, void*>;
     auto it = g_codes->find(code);
     if (it == g_codes->end()) {
-      CodeText t{text_of(a, code, "co_filename"), text_of(a, code, "co_qualname")};
-      if (t.function.empty()) t.function = text_of(a, code, "co_name");
-      it = g_codes->emplace(code, std::move(t)).first;
+      it = g_codes->emplace(code, code_text(a, code)).first;
       a.incref(code);  // kept: see above
     }
     const int line = a.frame_line(frame);
@@ -249,27 +261,12 @@ bool in_mpi4py(const void* fn) noexcept {
   return fn && dladdr(fn, &dl) && dl.dli_fname && std::strstr(dl.dli_fname, "/mpi4py/MPI.");
 }
 
-// The attribute's text (UTF-8), or "" with the error it raised cleared.
-std::string text_attr(const Api& a, Obj* object, const char* name) {
-  if (!object) return {};
-  Obj* value = a.getattr(object, name);
-  if (!value) {
-    a.err_clear();
-    return {};
-  }
-  const char* utf8 = a.utf8(value);
-  std::string out = utf8 ? utf8 : "";
-  if (!utf8) a.err_clear();
-  a.decref(value);
-  return out;
-}
-
 // Whether the mpi4py the program imported passes its keyval state (_p_keyval) as its callbacks'
 // extra_state: 3.1 on.
 bool mpi4py_passes_state(const Api& a) {
   Obj* modules = a.sys_object("modules");
   Obj* mpi4py = modules ? a.dict_item(modules, "mpi4py") : nullptr;
-  const std::string version = text_attr(a, mpi4py, "__version__");
+  const std::string version = text_of(a, mpi4py, "__version__");
   int major = 0, minor = 0;
   if (std::sscanf(version.c_str(), "%d.%d", &major, &minor) != 2) return false;
   return major > 3 || (major == 3 && minor >= 1);
@@ -310,20 +307,21 @@ bool mpi4py_callback(const void* fn, const void* extra_state, bool copy, void** 
     Obj* state = static_cast<Obj*>(const_cast<void*>(extra_state));
     Obj* cls = mpi4py_passes_state(a) ? a.getattr(state, "__class__") : nullptr;
     if (!cls) a.err_clear();
-    ok = cls && text_attr(a, cls, "__name__") == "_p_keyval";
+    ok = cls && text_of(a, cls, "__name__") == "_p_keyval";
     if (cls) a.decref(cls);
     Obj* callable = ok ? a.getattr(state, copy ? "copy_fn" : "delete_fn") : nullptr;
     if (ok && !callable) a.err_clear();
     if (Obj* code = callable ? code_of(a, callable) : nullptr) {
-      std::string file = text_attr(a, code, "co_filename"), name = text_attr(a, code, "co_qualname");
-      if (name.empty()) name = text_attr(a, code, "co_name");
+      const CodeText text = code_text(a, code);
       long line = 0;
       if (Obj* first = a.getattr(code, "co_firstlineno")) {
         line = a.as_long(first);
         a.decref(first);
       }
-      if (!file.empty() && line > 0)
-        *function = python_frame_word(python_frame_add(file.c_str(), name.c_str(), static_cast<int>(line)));
+      if (!text.file.empty() && line > 0) {
+        const int first_line = static_cast<int>(line);
+        *function = python_frame_word(python_frame_add(text.file.c_str(), text.function.c_str(), first_line));
+      }
       a.decref(code);
     }
     if (callable) a.decref(callable);
