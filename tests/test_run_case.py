@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """run_case.py keeps a failing run's evidence where the next run of the case does not remove it
-(WORKDIR.failed/STAMP/: log.txt and the report directory), the newest KEEP_FAILED of them."""
+(WORKDIR.failed/STAMP/: log.txt and the report directory), the newest KEEP_FAILED of them; and
+where a case's library may hang the job (hangs-on), a run still going after HANG_SECONDS is
+ended with SIGTERM, and what it did until then is what the checks see."""
 import os
 import sys
 import tempfile
@@ -31,6 +33,15 @@ def main():
         run_case.shutil.rmtree(workdir)
         if not os.path.isfile(os.path.join(last, "log.txt")):
             failures.append("the kept failure went with the workdir")
+    # hangs-on: a hanging job is ended as a batch system would, and its handler still runs.
+    run_case.HANG_SECONDS = 1
+    job = ["sh", "-c", 'trap "echo ended by SIGTERM; exit 3" TERM; echo started; sleep 60 & wait']
+    hung = run_case.run_ended_if_hung(job, dict(os.environ), "/", "the library may hang")
+    if hung.returncode != 3 or hung.stdout.split("\n")[:2] != ["started", "ended by SIGTERM"]:
+        failures.append(f"a hung job ended with {hung.returncode}, printing {hung.stdout!r}")
+    quick = run_case.run_ended_if_hung(["sh", "-c", "echo done; exit 5"], dict(os.environ), "/", "the library may hang")
+    if quick.returncode != 5 or quick.stdout != "done\n":
+        failures.append(f"a job that ends by itself ended with {quick.returncode}, printing {quick.stdout!r}")
     for f in failures:
         print(f"FAIL: {f}", file=sys.stderr)
     return 1 if failures else 0

@@ -316,6 +316,8 @@ void find_job_identity(char* out, std::size_t size) noexcept;
 // started by MPI_Comm_spawn (ID: the job identity, or pidP when there is none), so that spawned
 // jobs, whose world ranks start at 0 again, do not overwrite each other's reports.
 void report_file_name(const RunInfo& run, char* out, std::size_t size) noexcept;
+// The same for another rank of the job (world rank `rank`).
+void report_file_name(const RunInfo& run, int rank, char* out, std::size_t size) noexcept;
 
 // Where a rank's report goes; paths are prepared once (at init) so writing needs no allocation.
 class ReportFile {

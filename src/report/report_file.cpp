@@ -32,6 +32,10 @@ void find_job_identity(char* out, std::size_t size) noexcept {
 }
 
 void report_file_name(const RunInfo& run, char* out, std::size_t size) noexcept {
+  report_file_name(run, run.rank, out, size);
+}
+
+void report_file_name(const RunInfo& run, int rank, char* out, std::size_t size) noexcept {
   Appender a{out, size};
   if (size) out[0] = '\0';
   if (run.spawned) {
@@ -45,7 +49,7 @@ void report_file_name(const RunInfo& run, char* out, std::size_t size) noexcept 
     a.put("-");
   }
   a.put("rank-");
-  a.num(run.rank);
+  a.num(rank);
   a.put(".json");
 }
 

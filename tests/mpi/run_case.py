@@ -39,6 +39,15 @@ A case is a C, C++ or Fortran program whose first comment lines (// or !) say wh
                                                NATIVE_RETRIES new native runs: one ending with
                                                STATUS too skips the case, saying so; if none
                                                does, the case fails
+  // gathered-left: RANK[,RANK]                 where rank 0 wrote the gathered report (the launcher
+                                               did not end the job first), it says the gather did
+                                               not wait for exactly these ranks (they had ended)
+  // hangs-on RELEASE: REASON                    on that library or release series the MPI library
+                                               may leave the job hanging, natively too (REASON: the
+                                               evidence): a run still going after HANG_SECONDS is
+                                               ended as a batch system would (SIGTERM to the
+                                               launcher), and every check then applies to what the
+                                               run left
   // skip-on LIBRARY: REASON                     the case cannot run on that library or release series
                                                (openmpi, openmpi-5.0: mpi_profile.def; ctest: skipped)
   // expect-intercepted: FAMILY.BINDING=N ...    the merged report's "intercepted" count of that
@@ -223,8 +232,8 @@ def header(source):
     spec = {"np": 2, "modes": ["shadow", "emulate"], "expect": [], "clean": False, "exit": "0", "native": None,
             "env": {}, "divergence": [], "intercepted": [], "expect_unless": [], "expect_if": [], "status": None,
             "processes": None, "everywhere": [], "messages": [], "where": [], "at": [], "provenance": [],
-            "skip_on": {}, "rank_symbolized": [], "expect_on": [], "native_skip": None, "ranks": [], "counts": [],
-            "files": None, "created": None}
+            "skip_on": {}, "rank_symbolized": [], "expect_on": [], "native_skip": None, "hangs_on": {}, "ranks": [], "counts": [],
+            "files": None, "created": None, "gathered_left": None}
     with open(source) as f:
         for line in f:
             line = line.strip()
@@ -271,6 +280,8 @@ def header(source):
                 spec["files"] = sorted(body.split(":", 1)[1].split())
             elif body.startswith("expect-created:"):
                 spec["created"] = sorted(body.split(":", 1)[1].split())
+            elif body.startswith("gathered-left:"):
+                spec["gathered_left"] = sorted(int(r) for r in body.split(":", 1)[1].split(","))
             elif body.startswith("expect-processes:"):
                 spec["processes"] = int(body.split(":", 1)[1])
             elif body.startswith("expect-everywhere:"):
@@ -292,6 +303,9 @@ def header(source):
             elif body.startswith("expect-on "):
                 library, _, rules = body[len("expect-on "):].partition(":")
                 spec["expect_on"].append((library.strip(), rules.split()))
+            elif body.startswith("hangs-on "):
+                library, _, reason = body[len("hangs-on "):].partition(":")
+                spec["hangs_on"][library.strip()] = reason.strip()
             elif body.startswith("skip-on "):
                 library, _, reason = body[len("skip-on "):].partition(":")
                 spec["skip_on"][library.strip()] = reason.strip()
@@ -302,6 +316,25 @@ def header(source):
                     name, _, value = item.partition("=")
                     spec["env"][name] = value
     return spec
+
+
+HANG_SECONDS = 40
+
+
+def run_ended_if_hung(cmd, env, cwd, hang_reason):
+    """Runs the command; where the library may hang the job (hangs-on), one still running after
+    HANG_SECONDS gets SIGTERM, as from a batch system's time limit, and the launcher ends the job."""
+    if hang_reason is None:
+        return subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT)
+    with subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as p:
+        try:
+            out, err = p.communicate(timeout=HANG_SECONDS)
+        except subprocess.TimeoutExpired:
+            p.terminate()
+            out, err = p.communicate(timeout=TIMEOUT)
+            print(f"the job still ran after {HANG_SECONDS} s and was ended with SIGTERM (exit {p.returncode}): "
+                  f"{hang_reason}")
+        return subprocess.CompletedProcess(cmd, p.returncode, out, err)
 
 
 def exit_ok(expected, status):
@@ -473,7 +506,8 @@ def check_case(a):
     if spec["created"] is not None:
         os.makedirs(out)
         watch = CreatedFiles(out)
-    proc = subprocess.run(cmd, env=env, cwd=a.workdir, capture_output=True, text=True, timeout=TIMEOUT)
+    hang = next((spec["hangs_on"][t] for t in (cfg.library, cfg.release) if t in spec["hangs_on"]), None)
+    proc = run_ended_if_hung(cmd, env, a.workdir, hang)
     if watch is not None:
         created = watch.names()
         temporary = re.compile(r"\.(" + "|".join(re.escape(n) for n in spec["created"]) + r"|attrcheck-)\S*\.tmp")
@@ -569,6 +603,15 @@ def check_case(a):
         if len(everyone) != spec["processes"] or len(set(everyone)) != len(everyone):
             failures.append(f"expected {spec['processes']} rank reports of distinct processes, got "
                             f"{len(everyone)}: {everyone}")
+    if spec["gathered_left"] is not None:
+        # Checked where rank 0 got to write the gathered report (a launcher may end the job first).
+        gathers = merged.get("gathers") or []
+        if gathers:
+            left = sorted(set().union(*[g.get("left", []) for g in gathers]))
+            if left != spec["gathered_left"]:
+                failures.append(f"the gather did not wait for ranks {left}, expected {spec['gathered_left']}")
+        else:
+            print("the launcher ended the job before rank 0 wrote the gathered report: gathered-left not checked")
     for rule in spec["everywhere"]:
         found = set().union(*[report_files.processes(f) for f in merged["findings"] if f["rule"] == rule])
         missing = [p for p, _ in report_files.rank_entries(merged) if p not in found]

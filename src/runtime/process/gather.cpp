@@ -70,6 +70,66 @@ struct Backoff {
   }
 };
 
+// Which ranks of the job have ended without MPI_Finalize (exited, aborted, or died of a signal
+// the runtime caught): each says so in its own report, written as it ends. A rank that will never
+// come to the gather is not waited for to the deadline. That matters beyond the wait: MPICH 5.0's
+// Hydra, now and then, neither ends the job nor lets MPI_Finalize finish when the other ranks
+// reach it a while after a rank exited (natively 2 of 30 runs with a 2-second delay, none of 60
+// without one): the sooner they reach it, the closer to native. Only a report in the
+// rank's own place in the output directory counts, written since the gather was prepared and
+// with an ended status; without a shared file system the wait is as before. Each rank's file is
+// looked at once per kCheckSeconds at most (a stat; the file is read only once it is new).
+class Departures {
+ public:
+  bool left(int world_rank) {
+    if (world_rank < 0) return false;
+    Seen& s = seen_[world_rank];
+    if (s.left) return true;
+    const double t = now();
+    if (t < s.next_check) return false;
+    s.next_check = t + kCheckSeconds;
+    const std::string path = path_of(world_rank);
+    struct stat st{};
+    if (path.empty() || stat(path.c_str(), &st) != 0) return false;
+    if (st.st_mtim.tv_sec < g_gather.started.tv_sec ||
+        (st.st_mtim.tv_sec == g_gather.started.tv_sec && st.st_mtim.tv_nsec < g_gather.started.tv_nsec))
+      return false;  // an earlier run's
+    try {
+      const reports::Json doc = reports::load(path);
+      const reports::Json* run = reports::member(doc, "run");
+      const std::string status = run ? reports::text(*run, "status") : std::string();
+      s.left = status == "exit-without-finalize" || status == "aborted" || status == "signal";
+    } catch (const std::exception&) {
+      // Being written, or unreadable: looked at again later.
+    }
+    return s.left;
+  }
+  // The ranks known to have left, in order.
+  std::vector<int> gone() const {
+    std::vector<int> out;
+    for (const auto& [rank, s] : seen_)
+      if (s.left) out.push_back(rank);
+    return out;
+  }
+
+ private:
+  static constexpr double kCheckSeconds = 0.1;
+  struct Seen {
+    bool left = false;
+    double next_check = 0;
+  };
+  std::string path_of(int world_rank) const {
+    const char* own = state().report.path();
+    const char* slash = std::strrchr(own, '/');
+    if (!slash) return std::string();
+    char name[160];
+    report_file_name(state().run, world_rank, name, sizeof name);
+    return std::string(own, static_cast<std::size_t>(slash - own) + 1) + name;
+  }
+  std::map<int, Seen> seen_;
+};
+Departures g_departures;
+
 // A k-nomial tree over a communicator of `size` ranks, rooted at 0: a rank's parent clears the
 // lowest nonzero digit of its number in base kFanIn; ceil(log_kFanIn(size)) rounds. Each round
 // is a hop that waits for the receiver to run, which on a machine with more ranks than cores is
@@ -126,6 +186,19 @@ class Level {
     PMPI_Comm_rank(comm, &rank);
     PMPI_Comm_size(comm, &size);
     tree_ = tree_of(rank, size);
+    // The world ranks of the parent and the children (whose reports say if they left).
+    std::vector<int> mine(tree_.children);
+    mine.push_back(tree_.parent);
+    world_.assign(mine.size(), -1);
+    MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
+    if (PMPI_Comm_group(comm, &group) == MPI_SUCCESS && PMPI_Comm_group(g_gather.world, &world) == MPI_SUCCESS)
+      for (std::size_t i = 0; i < mine.size(); ++i)
+        if (mine[i] >= 0 && PMPI_Group_translate_ranks(group, 1, &mine[i], world, &world_[i]) != MPI_SUCCESS)
+          world_[i] = -1;
+    if (group != MPI_GROUP_NULL) PMPI_Group_free(&group);
+    if (world != MPI_GROUP_NULL) PMPI_Group_free(&world);
+    for (int& w : world_)
+      if (w == MPI_UNDEFINED) w = -1;
   }
   bool root() const noexcept { return tree_.parent < 0; }
   bool leaf() const noexcept { return tree_.children.empty(); }
@@ -170,7 +243,13 @@ class Level {
         count_sent(doc, text.size());
         received_.push_back(tree_.children[i]);
       }
-      if (!progressed) wait.pause();
+      if (progressed) continue;
+      for (std::size_t i = 0; i < tree_.children.size(); ++i)
+        if (!done[i] && g_departures.left(world_[i])) {  // it will not come
+          done[i] = true;
+          --left;
+        }
+      wait.pause();
     }
   }
 
@@ -181,7 +260,7 @@ class Level {
     if (PMPI_Isend(text.data(), static_cast<int>(text.size()), MPI_CHAR, tree_.parent, kTagFindings, comm_, &req) !=
         MPI_SUCCESS)
       return false;
-    return complete(req);
+    return complete(req, deadline_, parent_world());
   }
 
   // The parent's verdict: 1 if the findings sent up are in the job's report.
@@ -189,7 +268,7 @@ class Level {
     int verdict = 0;
     MPI_Request req = MPI_REQUEST_NULL;
     if (PMPI_Irecv(&verdict, 1, MPI_INT, tree_.parent, kTagVerdict, comm_, &req) != MPI_SUCCESS) return false;
-    return complete(req, verdict_deadline_) && verdict == 1;
+    return complete(req, verdict_deadline_, parent_world()) && verdict == 1;
   }
 
   // Tells the children it merged whether their findings are in the report.
@@ -200,15 +279,16 @@ class Level {
       if (PMPI_Isend(&verdict, 1, MPI_INT, received_[i], kTagVerdict, comm_, &reqs[i]) != MPI_SUCCESS)
         reqs[i] = MPI_REQUEST_NULL;
     for (MPI_Request& req : reqs)
-      if (req != MPI_REQUEST_NULL) complete(req);
+      if (req != MPI_REQUEST_NULL) complete(req, deadline_, -1);
   }
 
  private:
-  // Waits for `req` until the deadline; one that does not complete is cancelled.
-  bool complete(MPI_Request& req) { return complete(req, deadline_); }
-  bool complete(MPI_Request& req, double deadline) {
+  int parent_world() const noexcept { return world_.back(); }
+  // Waits for `req` until the deadline, or until `peer` (a world rank, -1: none) is known to have
+  // left; one that does not complete is cancelled.
+  bool complete(MPI_Request& req, double deadline, int peer) {
     Backoff wait;
-    while (now() < deadline) {
+    while (now() < deadline && !g_departures.left(peer)) {
       int flag = 0;
       if (PMPI_Test(&req, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) return false;
       if (flag) return true;
@@ -225,6 +305,7 @@ class Level {
   MPI_Comm comm_;
   double deadline_, verdict_deadline_;
   Tree tree_;
+  std::vector<int> world_;  // the children's world ranks, then the parent's (-1: unknown, none)
   std::vector<int> received_;
 };
 
@@ -367,6 +448,7 @@ bool gather(Runtime& r) {
                        {"bytes_sent", bytes},
                        {"largest_message", largest},
                        {"seconds", now() - start}};
+    if (const std::vector<int> gone = g_departures.gone(); !gone.empty()) doc["gathered"]["left"] = gone;
     try {
       in_report = write_job_report(job_report_path(r), doc);
     } catch (const std::exception& e) {
