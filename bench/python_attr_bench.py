@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """What an attribute call made from Python costs under attrcheck, with and without Python frames:
 mpi4py's comm.Get_attr, comm.Set_attr (replacing a value: mpi4py's delete callback runs) and a
-Set_attr + Delete_attr pair, each called N times from a function three Python frames deep, timed in
+Set_attr + Delete_attr pair, each called N times, and a comm.Dup + Free pair (N / 50 times: mpi4py
+makes both calls without the GIL, and the new communicator's "object created" takes its Python
+frame then) from a function three Python frames deep, timed in
 the rank (time.perf_counter_ns, best of 5 repetitions per run: the launcher and MPI_Init are not
 timed). The configurations run in interleaved rounds on one machine, so that load from elsewhere
 falls on all alike, and the table gives each configuration's median over the rounds and its ratio
@@ -29,7 +31,7 @@ CONFIGS = [  # (name, attrcheck mode or None for native, Python frames read)
     ("emulate, no Python frames", "emulate", False),
     ("emulate", "emulate", True),
 ]
-OPS = ("get", "set", "set+delete")
+OPS = ("get", "set", "set+delete", "dup+free")
 
 
 def worker(n):
@@ -52,6 +54,10 @@ def worker(n):
             comm.Set_attr(other, i)
             comm.Delete_attr(other)
 
+    def dup_free(n):
+        for _ in range(n):
+            comm.Dup().Free()
+
     def depth3(fn, n):  # the calls are made three Python frames deep
         def a():
             return b()
@@ -63,9 +69,10 @@ def worker(n):
         return a()
 
     out = {}
-    for name, fn in (("get", get), ("set", put), ("set+delete", put_delete)):
-        depth3(fn, n // 10)  # warm up
-        out[name] = min(depth3(fn, n) for _ in range(5)) / n
+    for name, fn, count in (("get", get, n), ("set", put, n), ("set+delete", put_delete, n),
+                            ("dup+free", dup_free, max(n // 50, 10))):
+        depth3(fn, count // 10)  # warm up
+        out[name] = min(depth3(fn, count) for _ in range(5)) / count
     comm.Delete_attr(key)
     comm.Free()
     MPI.Comm.Free_keyval(key)

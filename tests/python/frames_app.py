@@ -91,7 +91,7 @@ def replace(obj, key):
 
 def attribute_left():
     key = MPI.Comm.Create_keyval(delete_fn=lambda obj, keyval, value: None)
-    never_freed = comm.Dup()
+    never_freed = comm.Dup()  # expect-provenance: attr.leak object created
     never_freed.Set_attr(key, "first")
     replace(never_freed, key)  # (a set replacing a value: emulate mode runs its delete callback itself)
     return never_freed

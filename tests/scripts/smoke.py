@@ -245,7 +245,7 @@ def python_attr_bench():
     out = run([sys.executable, "bench/python_attr_bench.py", BUILD, "--python", python, "--rounds", "1",
                "--count", "100"])
     table = rows(out, ["native", "shadow, no Python frames", "shadow", "emulate, no Python frames", "emulate"],
-                 9, "python_attr_bench")
+                 12, "python_attr_bench")
     for name, cells in table.items():
         if not all(float(c.rstrip("x")) > 0 for c in cells):
             fail(f"python_attr_bench: {name}: {cells}", out)

@@ -236,6 +236,23 @@ FinalizeOptions finalize_options(const Call& call) {
   return options;
 }
 
+// Calls made without the GIL that got no Python frames (python::released_unread): said once, at
+// no call site, at MPI_Finalize (tool.python-frames).
+void note_python_released() {
+  char why[160];
+  if (!python::released_unread(why, sizeof why)) return;
+  char detail[320];
+  std::snprintf(detail, sizeof detail,
+                "Python %s: calls made without the GIL have no Python frames in this run (%s); calls made "
+                "holding it have them",
+                python::version(), why);
+  FindingInput in;
+  in.rule = Rule::ToolPythonFrames;
+  in.detail = detail;
+  in.no_stack = true;
+  report(in);
+}
+
 struct FinalizeWindow {
   const Call* call;
   FinalizeOptions options;
@@ -289,6 +306,7 @@ int on_finalize(const Call& call, const FnRef<int()>& forward) {
   // writes the rank's report.
   if (gather_prepared()) r.journal.hold(true);
   note_unchecked();  // (in the report the gather makes)
+  note_python_released();
   FinalizeWindow window{&call, finalize_options(call)};
   FinalizeOptions& options = window.options;
   int rc;

@@ -4,7 +4,10 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +15,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 
 #include "report/python_frames.hpp"
@@ -48,10 +52,19 @@ struct Api {
   Obj* (*dict_item)(Obj*, const char*);  // PyDict_GetItemString: borrowed
   long (*as_long)(Obj*);         // PyLong_AsLong
   bool callbacks = false;        // all of these found
+  // For calls made without the GIL (python_profile.hpp, RawFrames): optional.
+  const RawFrames* raw = nullptr;      // this version's row, all of the below found
+  void* (*own_thread_state)() = nullptr;  // PyGILState_GetThisThreadState
+  int (*addr2line)(Obj*, int) = nullptr;  // PyCode_Addr2Line (reads the code object only)
+  const void* code_type = nullptr;        // &PyCode_Type
+  const void* str_type = nullptr;         // &PyUnicode_Type
 };
 Api g_api;
 char g_version[16] = "";
 char g_unread[16] = "";  // a Python found but not read (unread_version)
+// Testing only (ATTRCHECK_PYTHON_FRAMES=misread): the version's row with every offset 8 bytes
+// off, as a wrong row would be; the check must refuse it, and no read may fault.
+RawFrames g_misread{};
 
 template <typename Fn>
 bool find(Fn& fn, const char* name) noexcept {
@@ -105,6 +118,19 @@ bool resolve(Api& a) noexcept {
   a.callbacks = find(a.gil_ensure, "PyGILState_Ensure") && find(a.gil_release, "PyGILState_Release") &&
                 find(a.sys_object, "PySys_GetObject") && find(a.dict_item, "PyDict_GetItemString") &&
                 find(a.as_long, "PyLong_AsLong");
+  for (const RawFrames& row : kRawFrames)
+    if (row.major == major && row.minor == minor) a.raw = &row;
+  if (a.raw && env && !std::strcmp(env, "misread")) {
+    g_misread = *a.raw;
+    for (unsigned long* field : {&g_misread.tstate_frame, &g_misread.frame_code, &g_misread.frame_previous,
+                                 &g_misread.frame_instr, &g_misread.code_filename, &g_misread.code_qualname})
+      *field += 8;
+    a.raw = &g_misread;
+  }
+  a.code_type = dlsym(RTLD_DEFAULT, "PyCode_Type");
+  a.str_type = dlsym(RTLD_DEFAULT, "PyUnicode_Type");
+  if (!find(a.addr2line, "PyCode_Addr2Line") || !a.code_type || !a.str_type) a.raw = nullptr;
+  find(a.own_thread_state, "PyGILState_GetThisThreadState");
   // Where the interpreter's own machine code is: a stack's Python frames go before its first
   // native frame in there (merge_python_frames).
   Segment s{reinterpret_cast<std::uintptr_t>(dlsym(RTLD_DEFAULT, "PyEval_EvalCode"))};
@@ -135,6 +161,16 @@ struct CodeText {
 std::mutex g_mu;
 std::unordered_map<const Obj*, CodeText>* g_codes = nullptr;
 std::map<std::pair<const Obj*, int>, void*>* g_frames = nullptr;  // (code, line) -> tagged word
+// (file, function, line) -> tagged word: one word for one frame text, whichever way it was read.
+std::map<std::tuple<std::string, std::string, int>, void*>* g_texts = nullptr;
+
+// The tagged word of a frame text, found or made (g_mu held; may throw: memory).
+void* word_for_text(const std::string& file, const std::string& function, int line) {
+  if (!g_texts) g_texts = new std::map<std::tuple<std::string, std::string, int>, void*>;
+  void*& word = (*g_texts)[std::make_tuple(file, function, line)];
+  if (!word) word = python_frame_word(python_frame_add(file.c_str(), function.c_str(), line));
+  return word;
+}
 
 // The attribute's text (UTF-8), or "" (no object, no such attribute, not a str), with the error
 // that raised cleared.
@@ -171,7 +207,7 @@ void* word_of(const Api& a, Obj* frame, Obj* code) noexcept {
     }
     const int line = a.frame_line(frame);
     void*& word = (*g_frames)[{code, line}];
-    if (!word) word = python_frame_word(python_frame_add(it->second.file.c_str(), it->second.function.c_str(), line));
+    if (!word) word = word_for_text(it->second.file, it->second.function, line);
     return word;
   } catch (...) {
     return nullptr;
@@ -187,6 +223,120 @@ struct Recent {
 };
 constexpr int kRecent = 64;
 __thread Recent t_recent[kRecent];
+
+// Frames read through the interpreter's structs (RawFrames), for calls made without the GIL: only
+// once a walk holding the GIL read the same frames through them as the C API did (Verified).
+// Until then every read is checked (process_vm_readv on this process: an address that is not
+// mapped fails the read instead of faulting), so wrong offsets cost no crash, only the frames.
+enum RawCheck : int { kUnchecked, kVerified, kRefused };
+std::atomic<int> g_raw{kUnchecked};
+std::atomic<bool> g_released_unread{false};  // a call without the GIL got no frames for want of it
+
+bool peek(std::uintptr_t address, void* out, std::size_t size, bool checked) noexcept {
+  if (!address) return false;
+  if (!checked) {
+    std::memcpy(out, reinterpret_cast<const void*>(address), size);
+    return true;
+  }
+  iovec local{out, size}, remote{reinterpret_cast<void*>(address), size};
+  return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(size);
+}
+template <typename T>
+bool peek(std::uintptr_t address, T* out, bool checked) noexcept {
+  return peek(address, out, sizeof *out, checked);
+}
+
+// A str object's text, if it is a compact ASCII one (faulthandler's _Py_DumpASCII reads the same):
+// its characters follow the PyASCIIObject. False for anything else (the frame is then not read).
+bool ascii_text(const Api& a, std::uintptr_t str, bool checked, char* out, std::size_t size) noexcept {
+  const RawFrames& f = *a.raw;
+  std::uintptr_t type = 0;
+  std::intptr_t length = 0;
+  unsigned state = 0;
+  if (!peek(str + f.ob_type, &type, checked) || type != reinterpret_cast<std::uintptr_t>(a.str_type) ||
+      !peek(str + f.ascii_length, &length, checked) || !peek(str + f.ascii_state, &state, checked))
+    return false;
+  constexpr unsigned kCompact = 1u << 5, kAscii = 1u << 6;  // after interned:2, kind:3 (3.11 to 3.14)
+  if ((state & (kCompact | kAscii)) != (kCompact | kAscii) || length < 0 || static_cast<std::size_t>(length) >= size)
+    return false;
+  if (!peek(str + f.ascii_size, out, static_cast<std::size_t>(length), checked)) return false;
+  out[length] = '\0';
+  return true;
+}
+
+// How a raw walk ended.
+enum class RawEnd { Done, Unreadable, Broken };
+
+// This thread's frames from its thread state `tstate`, innermost first, at most `max`.
+RawEnd raw_capture(const Api& a, std::uintptr_t tstate, void** out, int max, bool checked, int* count) noexcept {
+  const RawFrames& f = *a.raw;
+  *count = 0;
+  std::uintptr_t frame = 0;
+  if (!peek(tstate + f.tstate_frame, &frame, checked)) return RawEnd::Broken;
+  if (f.cframe_frame != RawFrames::kNone && frame && !peek(frame + f.cframe_frame, &frame, checked))
+    return RawEnd::Broken;
+  for (int seen = 0; frame && *count < max; ++seen) {
+    if (seen > 4096) return RawEnd::Broken;  // (a cycle: never in a real stack)
+    unsigned char owner = 0;
+    std::uintptr_t code = 0, instr = 0, type = 0, file = 0, function = 0, previous = 0;
+    if (!peek(frame + f.frame_owner, &owner, checked) || !peek(frame + f.frame_code, &code, checked) ||
+        !peek(frame + f.frame_previous, &previous, checked))
+      return RawEnd::Broken;
+    code &= ~static_cast<std::uintptr_t>(7);  // (3.14's _PyStackRef tag bits)
+    if (owner < f.first_foreign_owner && code) {
+      if (!peek(code + f.ob_type, &type, checked)) return RawEnd::Broken;
+      if (type == reinterpret_cast<std::uintptr_t>(a.code_type)) {
+        if (!peek(frame + f.frame_instr, &instr, checked) || !peek(code + f.code_filename, &file, checked) ||
+            !peek(code + f.code_qualname, &function, checked))
+          return RawEnd::Broken;
+        char file_text[1024], function_text[256];
+        if (!ascii_text(a, file, checked, file_text, sizeof file_text) ||
+            !ascii_text(a, function, checked, function_text, sizeof function_text))
+          return RawEnd::Unreadable;
+        const std::intptr_t units =
+            (static_cast<std::intptr_t>(instr) - static_cast<std::intptr_t>(code + f.code_code)) / 2;
+        const int line = a.addr2line(reinterpret_cast<Obj*>(code), static_cast<int>(units * 2));
+        try {
+          std::lock_guard<std::mutex> lock(g_mu);
+          out[(*count)++] = word_for_text(file_text, function_text, line);
+        } catch (...) {
+          return RawEnd::Unreadable;
+        }
+      }
+    }
+    frame = previous;
+  }
+  return RawEnd::Done;
+}
+
+// On a capture holding the GIL, while unchecked: whether the raw walk reads what the C API read
+// (`api`, `n` frames). Equal: verified. A raw walk that stopped at a str it does not read (not
+// ASCII) decides nothing if what it read agrees; anything else that differs refuses it for good.
+void check_raw(const Api& a, void* tstate, void* const* api, int n) noexcept {
+  if (!a.raw || n <= 0 || g_raw.load(std::memory_order_relaxed) != kUnchecked) return;
+  void* raw[64];
+  int m = 0;
+  const RawEnd end = raw_capture(a, reinterpret_cast<std::uintptr_t>(tstate), raw, n < 64 ? n : 64, true, &m);
+  const int want = n < 64 ? n : 64;
+  bool same = end != RawEnd::Broken && (m == want || (end == RawEnd::Unreadable && m < want));
+  for (int i = 0; same && i < m; ++i) same = raw[i] == api[i];
+  if (!same) g_raw.store(kRefused);
+  else if (m == want) g_raw.store(kVerified);
+}
+
+// This thread's frames while it has released the GIL (0 if they are not read).
+int capture_released(const Api& a, void** out, int max) noexcept {
+  if (!a.is_initialized()) return 0;
+  void* tstate = a.own_thread_state ? a.own_thread_state() : nullptr;  // (null: a thread Python never ran on)
+  if (!tstate) return 0;
+  if (!a.raw || g_raw.load(std::memory_order_acquire) != kVerified) {
+    g_released_unread.store(true, std::memory_order_relaxed);
+    return 0;
+  }
+  int n = 0;
+  raw_capture(a, reinterpret_cast<std::uintptr_t>(tstate), out, max, false, &n);
+  return n;
+}
 }  // namespace
 
 const Interpreter* g_interpreter = nullptr;
@@ -197,10 +347,27 @@ void init() noexcept {
     const char* env = std::getenv("ATTRCHECK_PYTHON_FRAMES");
     if (env && !std::strcmp(env, "0")) return;
     if (resolve(g_api)) g_interpreter = reinterpret_cast<const Interpreter*>(&g_api);
+    // The row for calls without the GIL is checked at once where MPI is started holding it
+    // (mpi4py does, importing its MPI module): a program whose attribute calls all release it
+    // (Comm.Dup) then has their frames from the first.
+    if (g_interpreter && g_api.raw && held_state(g_api)) {
+      void* frames[64];
+      capture(frames, 64);
+    }
   });
 }
 
 const char* version() noexcept { return g_interpreter ? g_version : ""; }
+
+bool released_unread(char* why, std::size_t size) noexcept {
+  if (!g_interpreter || !g_released_unread.load(std::memory_order_relaxed)) return false;
+  const char* reason = !g_api.raw ? "python_profile.hpp has no RawFrames row for it"
+                       : g_raw.load() == kRefused
+                           ? "its RawFrames row did not read the frames the C API read, and is not used"
+                           : "no call holding the GIL has yet checked its RawFrames row";
+  std::snprintf(why, size, "%s", reason);
+  return true;
+}
 
 const char* unread_version() noexcept { return g_interpreter ? "" : g_unread; }
 
@@ -222,7 +389,7 @@ int capture(void** out, int max) noexcept {
   if (!g_interpreter || max <= 0) return 0;
   const Api& a = g_api;
   void* state = held_state(a);
-  if (!state) return 0;
+  if (!state) return capture_released(a, out, max);
   // The thread's exception, if one is set, is put back as it was; anything our calls might set (a
   // frame object not made for want of memory: the only way they fail) is cleared.
   Obj *type = nullptr, *value = nullptr, *traceback = nullptr;
@@ -250,6 +417,7 @@ int capture(void** out, int max) noexcept {
   if (collecting) a.gc_enable();
   if (raised) a.err_restore(type, value, traceback);
   else if (a.err_occurred()) a.err_clear();
+  check_raw(a, state, out, n);
   return n;
 }
 

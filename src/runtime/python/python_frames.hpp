@@ -4,6 +4,8 @@
 // Not a public header.
 #pragma once
 
+#include <cstddef>
+
 namespace attrcheck::rt::python {
 
 struct Interpreter;
@@ -23,11 +25,16 @@ const char* version() noexcept;
 const char* unread_version() noexcept;
 // The versions read, "3.11, 3.12, ...".
 const char* read_versions() noexcept;
+// Whether a call made without the GIL got no Python frames because they are not read that way
+// for this Python (python_profile.hpp, RawFrames), and why (into `why`): a note for the report.
+bool released_unread(char* why, std::size_t size) noexcept;
 
 // This thread's Python frames, innermost first, as tagged words (python_frame_word), at most
-// `max`. 0 when the thread holds no GIL (a call made from C with the GIL released, a thread
-// Python never ran on) or no Python is read. Leaves the thread's Python exception state as it
-// found it. Normal path only (takes the GIL holder's locks: never from a signal handler).
+// `max`. Holding the GIL, through the C API; having released it (a call mpi4py makes `with
+// nogil`), through the interpreter's structs (python_profile.hpp, RawFrames), once a walk holding
+// it read the same frames that way. 0 for a thread Python never ran on, or when no Python is
+// read. Leaves the thread's Python exception state as it found it. Normal path only (takes the
+// GIL holder's locks: never from a signal handler).
 int capture(void** out, int max) noexcept;
 
 // A keyval callback that mpi4py (3.1 on) runs: its C function `fn` is in mpi4py's MPI module and

@@ -55,4 +55,32 @@ inline constexpr PythonVersion kPythonVersions[] = {
     {3, 14, GilCheck::AttachedState, "PyThreadState_GetUnchecked"},
 };
 
+// How a thread's frames are read while it has released the GIL (a call mpi4py makes `with
+// nogil`: Comm.Dup, Comm.Free ...), as CPython's faulthandler reads them: from the thread's own
+// thread state (PyGILState_GetThisThreadState), whose frames cannot change while the thread is in
+// the MPI call, through the interpreter's structs. Each row is what scripts/python-offsets.sh
+// prints for that version (offsetof in its own headers, the internal ones included; default
+// build, x86-64). A version without a row, or whose row does not read the same frames as the C API
+// on the process's first capture made holding the GIL, gets no frames for calls without it.
+// 3.12 has no row: no Debian or Ubuntu root in the suite has its headers to check one against.
+struct RawFrames {
+  static constexpr unsigned long kNone = ~0ul;
+  int major, minor;
+  unsigned long tstate_frame;  // PyThreadState: current_frame (3.13 on), or cframe (3.11)
+  unsigned long cframe_frame;  // _PyCFrame: current_frame (kNone: read no cframe)
+  unsigned long frame_code;    // _PyInterpreterFrame: f_code, f_executable (3.14: a tagged _PyStackRef)
+  unsigned long frame_previous, frame_instr;  // previous; prev_instr (3.11), instr_ptr (3.13 on)
+  unsigned long code_filename, code_qualname, code_code;  // PyCodeObject: co_code_adaptive
+  unsigned long ob_type;                                   // PyObject
+  unsigned long ascii_size, ascii_length, ascii_state;    // PyASCIIObject (a compact ASCII str)
+  unsigned long frame_owner;   // _PyInterpreterFrame: owner (a char)
+  unsigned first_foreign_owner;  // owners from this value on run no Python function (256: none)
+};
+
+inline constexpr RawFrames kRawFrames[] = {
+    {3, 11, 56, 8, 32, 48, 56, 112, 128, 184, 8, 48, 16, 32, 69, 256},
+    {3, 13, 72, RawFrames::kNone, 0, 8, 56, 112, 128, 200, 8, 40, 16, 32, 70, 3},
+    {3, 14, 72, RawFrames::kNone, 0, 8, 56, 112, 128, 208, 8, 40, 16, 32, 74, 3},
+};
+
 }  // namespace attrcheck::rt::python
