@@ -59,6 +59,9 @@ if [ $demo = 0 ]; then
     ${petsc:-libpetsc-real-dev} ${petsc_examples:-}
     libhdf5-openmpi-dev libhdf5-mpich-dev libhdf5-doc
     python3-mpi4py python3-numpy python3-h5py-mpi python3-h5py
+    # The Python's own headers, the internal ones too: the suite checks the row attrcheck reads
+    # its frames by without the GIL against them (tests/test_python_offsets.py).
+    python3-dev
   )
 
   # Optional: installed where the archive has it.
