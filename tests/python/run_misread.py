@@ -8,48 +8,20 @@ calls made holding the GIL still have their Python frames, the communicator made
 
 usage: run_misread.py --build DIR --mode MODE --python PYTHON --workdir DIR
 """
-import argparse
-import json
 import os
-import shutil
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, ".."))
-import mpi_config  # noqa: E402
-from run_frames import APP, EXPECTED  # noqa: E402
+sys.path.insert(0, HERE)
+FRAMES = "misread"  # ATTRCHECK_PYTHON_FRAMES
+from run_frames import run_app_as  # noqa: E402
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
-    ap.add_argument("--mode", required=True, choices=("shadow", "emulate"))
-    ap.add_argument("--python", required=True)
-    ap.add_argument("--workdir", required=True)
-    a = ap.parse_args()
-    version = subprocess.run([a.python, "-c", "import sys, mpi4py; print(mpi4py.__version__, '%d.%d' % sys.version_info[:2])"],
-                             capture_output=True, text=True).stdout.split()
-    expected = dict(EXPECTED)
-    if int(version[0].split(".")[0]) >= 4:  # as run_frames.py: one callback.error from mpi4py 4 on
-        expected["callback.error"] -= 1
-    cfg = mpi_config.load(a.build)
-    env = cfg.env(ATTRCHECK_PYTHON_FRAMES="misread")
-    env.pop("ATTRCHECK_SUPPRESSIONS", None)
-    shutil.rmtree(a.workdir, ignore_errors=True)
-    os.makedirs(a.workdir)
-    out = os.path.join(a.workdir, "report")
-    launcher = os.path.join(os.path.abspath(a.build), "bin", "attrcheck")
-    cmd = [launcher, "--mode", a.mode, "--output", out, "--fail-on", "never", "--"] + cfg.mpiexec(1, a.python, APP)
-    p = subprocess.run(cmd, env=env, cwd=a.workdir, capture_output=True, text=True, timeout=240)
-    print("$ " + " ".join(cmd))
-    print(p.stdout)
-    print(p.stderr, file=sys.stderr)
+    p, report, version, expected = run_app_as(FRAMES, __doc__)
     failures = []
     if p.returncode != 0:
         failures.append(f"exit status {p.returncode}")
-    with open(os.path.join(out, "report.json")) as f:
-        report = json.load(f)
     findings = report.get("findings", [])
     stacks = {s["id"]: s.get("frames", []) for s in report.get("stacks", [])}
     got = {}
@@ -60,7 +32,7 @@ def main():
         if got.get(rule) != n:
             failures.append(f"{n} {rule} findings expected, got {got.get(rule)} (all: {got})")
     notes = [f for f in findings if f["rule"] == "tool.python-frames"]
-    if (len(notes) != 1 or f"Python {version[1]}:" not in notes[0]["message"]
+    if (len(notes) != 1 or f"Python {version}:" not in notes[0]["message"]
             or "without the GIL" not in notes[0]["message"] or "not used" not in notes[0]["message"]):
         failures.append(f"expected one tool.python-frames note on calls without the GIL, got {notes}")
     held = [f for f in findings if f["rule"] == "keyval.double-free" and f.get("site", {}).get("python")]
