@@ -62,14 +62,16 @@ inline constexpr PythonVersion kPythonVersions[] = {
 // prints for that version (offsetof in its own headers, the internal ones included; default
 // build, x86-64). A version without a row, or whose row does not read the same frames as the C API
 // on the process's first capture made holding the GIL, gets no frames for calls without it.
-// 3.12 has no row: no Debian or Ubuntu root in the suite has its headers to check one against.
+// 3.12's row is read off CPython 3.12's headers (Include/cpython/pystate.h, the internal
+// pycore_frame.h and code.h) by hand, not printed: no root of the suite has them. The check
+// against the C API in the process is what vouches for it there.
 struct RawFrames {
   static constexpr unsigned long kNone = ~0ul;
   int major, minor;
-  unsigned long tstate_frame;  // PyThreadState: current_frame (3.13 on), or cframe (3.11)
+  unsigned long tstate_frame;  // PyThreadState: current_frame (3.13 on), or cframe (3.11, 3.12)
   unsigned long cframe_frame;  // _PyCFrame: current_frame (kNone: read no cframe)
   unsigned long frame_code;    // _PyInterpreterFrame: f_code, f_executable (3.14: a tagged _PyStackRef)
-  unsigned long frame_previous, frame_instr;  // previous; prev_instr (3.11), instr_ptr (3.13 on)
+  unsigned long frame_previous, frame_instr;  // previous; prev_instr (3.11, 3.12), instr_ptr (3.13 on)
   unsigned long code_filename, code_qualname, code_code;  // PyCodeObject: co_code_adaptive
   unsigned long ob_type;                                   // PyObject
   unsigned long ascii_size, ascii_length, ascii_state;    // PyASCIIObject (a compact ASCII str)
@@ -79,6 +81,7 @@ struct RawFrames {
 
 inline constexpr RawFrames kRawFrames[] = {
     {3, 11, 56, 8, 32, 48, 56, 112, 128, 184, 8, 48, 16, 32, 69, 256},
+    {3, 12, 56, 0, 0, 8, 56, 112, 128, 192, 8, 40, 16, 32, 70, 3},
     {3, 13, 72, RawFrames::kNone, 0, 8, 56, 112, 128, 200, 8, 40, 16, 32, 70, 3},
     {3, 14, 72, RawFrames::kNone, 0, 8, 56, 112, 128, 208, 8, 40, 16, 32, 74, 3},
 };
