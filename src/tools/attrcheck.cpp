@@ -6,9 +6,11 @@
 #include "tools/report/outputs.hpp"
 #include "merge/suppress.hpp"
 #include "probe.hpp"
+#include "tools/elf_needed.hpp"
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -24,6 +26,7 @@
 extern char** environ;
 
 using namespace attrcheck::reports;
+using attrcheck::tools::elf_needed;
 
 namespace {
 
@@ -327,9 +330,44 @@ void not_loaded(const std::string& output, const std::vector<std::string>& comma
                output.c_str());
 }
 
-std::string library() {
-  std::string path = data_dir();
-  path = path.substr(0, path.rfind('/')) + "/libattrcheck.so";  // PREFIX/lib/libattrcheck.so
+// Whether a program the command names (an argument that is an ELF file, by path or found in
+// PATH: `mpiexec -n 2 ./app`, `attrcheck -- ./app`) needs the MPI standard ABI's libmpi_abi.so.1.
+bool runs_standard_abi(const std::vector<std::string>& command) {
+  const char* path_env = std::getenv("PATH");
+  const std::string search = path_env ? path_env : "/usr/bin:/bin";
+  for (const std::string& arg : command) {
+    if (arg.empty() || arg[0] == '-') continue;
+    std::vector<std::string> candidates;
+    if (arg.find('/') != std::string::npos) {
+      candidates.push_back(arg);
+    } else {
+      for (std::size_t start = 0; start <= search.size();) {
+        const std::size_t colon = std::min(search.find(':', start), search.size());
+        candidates.push_back((colon > start ? search.substr(start, colon - start) : ".") + "/" + arg);
+        start = colon + 1;
+      }
+    }
+    for (const std::string& c : candidates) {
+      struct stat st;
+      if (::stat(c.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      for (const std::string& needed : elf_needed(c))
+        if (needed == "libmpi_abi.so.1") return true;
+      break;  // (the first one found in PATH is the one run)
+    }
+  }
+  return false;
+}
+
+// The runtime library for the command: PREFIX/lib/libattrcheck.so, or libattrcheck_abi.so (the
+// standard ABI build) for a program that needs libmpi_abi.so.1. Where that build is missing (no
+// MPI library here shipped the standard ABI when attrcheck was built) the native one is loaded,
+// which passes every call through and says so (tool.other-mpi).
+std::string library(const std::vector<std::string>& command) {
+  std::string dir = data_dir();
+  dir = dir.substr(0, dir.rfind('/'));
+  const std::string abi = dir + "/libattrcheck_abi.so";
+  if (runs_standard_abi(command) && exists(abi)) return abi;
+  const std::string path = dir + "/libattrcheck.so";
   if (!exists(path)) die("the attrcheck library is missing: " + path);
   return path;
 }
@@ -369,7 +407,7 @@ int main(int argc, char** argv) {
   std::string preload = env.count("LD_PRELOAD") ? env["LD_PRELOAD"] : "";
   // attrcheck first, so that the calls it checks reach it before any other PMPI tool's wrapper
   // (which it then passes them to); --preload-first puts named libraries before it.
-  env["LD_PRELOAD"] = (o.preload_first.empty() ? "" : o.preload_first + ":") + library() +
+  env["LD_PRELOAD"] = (o.preload_first.empty() ? "" : o.preload_first + ":") + library(command) +
                       (preload.empty() ? "" : ":" + preload);
   env["ATTRCHECK_MODE"] = o.mode;
   env["ATTRCHECK_OUTPUT"] = output;

@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "attrcheck/engine.hpp"
+#include "runtime/process/abi.hpp"
 #include "runtime/callbacks/run_list.hpp"
 #include "runtime/process/call.hpp"
 #include "runtime/process/thread_state.hpp"
@@ -28,7 +29,7 @@ struct Observation {
   int flag;
   std::uint64_t value_out;
   bool used;
-  MPI_Fint fortran_object;  // a Fortran callback's handle as the library passed it (0 if none:
+  Fint fortran_object;  // a Fortran callback's handle as the library passed it (0 if none:
                             // aggregate initialisation zeroes what it is not given)
 };
 

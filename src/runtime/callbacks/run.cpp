@@ -107,22 +107,22 @@ namespace {
 
 // The callback signatures of the three bindings (Fortran passes everything by reference; its
 // error code comes back in the last argument).
-using FortranAintCopy = void (*)(MPI_Fint*, MPI_Fint*, MPI_Aint*, MPI_Aint*, MPI_Aint*, MPI_Fint*, MPI_Fint*);
-using FortranIntCopy = void (*)(MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*);
-using FortranAintDelete = void (*)(MPI_Fint*, MPI_Fint*, MPI_Aint*, MPI_Aint*, MPI_Fint*);
-using FortranIntDelete = void (*)(MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*, MPI_Fint*);
+using FortranAintCopy = void (*)(Fint*, Fint*, MPI_Aint*, MPI_Aint*, MPI_Aint*, Fint*, Fint*);
+using FortranIntCopy = void (*)(Fint*, Fint*, Fint*, Fint*, Fint*, Fint*, Fint*);
+using FortranAintDelete = void (*)(Fint*, Fint*, MPI_Aint*, MPI_Aint*, Fint*);
+using FortranIntDelete = void (*)(Fint*, Fint*, Fint*, Fint*, Fint*);
 
 int call_copy(ObjectKind kind, Binding lang, void* fn, Handle old, int key, std::uint64_t extra, std::uint64_t in,
               std::uint64_t* out, int* flag) {
   if (lang == Binding::C) return call_c_copy(kind, fn, old, key, extra, in, out, flag);
   count_call(Family::Callback, Lang::Fortran);
-  MPI_Fint object = fortran_handle(kind, old), fkey = key, logical = 0, ierr = MPI_SUCCESS;
+  Fint object = fortran_handle(kind, old), fkey = key, logical = 0, ierr = MPI_SUCCESS;
   if (lang == Binding::FortranAint) {
     MPI_Aint e = static_cast<MPI_Aint>(extra), v_in = static_cast<MPI_Aint>(in), v_out = 0;
     reinterpret_cast<FortranAintCopy>(fn)(&object, &fkey, &e, &v_in, &v_out, &logical, &ierr);
     *out = static_cast<std::uint64_t>(v_out);
   } else {
-    MPI_Fint e = static_cast<MPI_Fint>(extra), v_in = static_cast<MPI_Fint>(in), v_out = 0;
+    Fint e = static_cast<Fint>(extra), v_in = static_cast<Fint>(in), v_out = 0;
     reinterpret_cast<FortranIntCopy>(fn)(&object, &fkey, &e, &v_in, &v_out, &logical, &ierr);
     *out = static_cast<std::uint64_t>(static_cast<std::int64_t>(v_out));
   }
@@ -133,12 +133,12 @@ int call_copy(ObjectKind kind, Binding lang, void* fn, Handle old, int key, std:
 int call_delete(ObjectKind kind, Binding lang, void* fn, Handle object, int key, std::uint64_t value, std::uint64_t extra) {
   if (lang == Binding::C) return call_c_delete(kind, fn, object, key, value, extra);
   count_call(Family::Callback, Lang::Fortran);
-  MPI_Fint fobject = fortran_handle(kind, object), fkey = key, ierr = MPI_SUCCESS;
+  Fint fobject = fortran_handle(kind, object), fkey = key, ierr = MPI_SUCCESS;
   if (lang == Binding::FortranAint) {
     MPI_Aint v = static_cast<MPI_Aint>(value), e = static_cast<MPI_Aint>(extra);
     reinterpret_cast<FortranAintDelete>(fn)(&fobject, &fkey, &v, &e, &ierr);
   } else {
-    MPI_Fint v = static_cast<MPI_Fint>(value), e = static_cast<MPI_Fint>(extra);
+    Fint v = static_cast<Fint>(value), e = static_cast<Fint>(extra);
     reinterpret_cast<FortranIntDelete>(fn)(&fobject, &fkey, &v, &e, &ierr);
   }
   return ierr;

@@ -155,7 +155,7 @@ int trampoline_delete_fn(Obj object, int key, void* value, void* extra) {
 // address of the user's variable and passes that on), so the Fortran trampolines find the record
 // by the keyval the library passes them instead. It is mapped from the keyval's creation until
 // the library has destroyed it (the quarantine holds frees back; keyvals.cpp).
-KeyRecord* fortran_record(MPI_Fint key) noexcept { return record_for(to_engine_key_shadow(c_keyval(key))); }
+KeyRecord* fortran_record(Fint key) noexcept { return record_for(to_engine_key_shadow(c_keyval(key))); }
 
 template <typename V>
 constexpr Binding kFortranBinding = std::is_same_v<V, MPI_Aint> ? Binding::FortranAint : Binding::FortranInt;
@@ -165,7 +165,7 @@ inline std::uint64_t fortran_word(V v) noexcept { return static_cast<std::uint64
 // V: MPI_Aint (MPI-2 callbacks) or MPI_Fint (MPI_KEYVAL_CREATE's). The user's callback runs as the
 // engine runs it in emulate mode (run_copy / run_delete), with the values the library passed.
 template <ObjectKind K, typename V>
-void fortran_trampoline_copy_fn(MPI_Fint* old, MPI_Fint* key, V* extra, V* in, V* out, MPI_Fint* flag, MPI_Fint* ierr) {
+void fortran_trampoline_copy_fn(Fint* old, Fint* key, V* extra, V* in, V* out, Fint* flag, Fint* ierr) {
   count_call(Family::Callback, Lang::Fortran);
   KeyRecord* rec = fortran_record(*key);
   if (!rec || !rec->copy_fn) {  // cannot happen while the library holds the keyval: not copied
@@ -192,8 +192,8 @@ void fortran_trampoline_copy_fn(MPI_Fint* old, MPI_Fint* key, V* extra, V* in, V
 // names no object (no callback.reentrant on an object it merely seems to be for) and is not
 // taken for MPI_Finalize's teardown (no callback.after-finalize on that ground).
 template <ObjectKind K, typename V>
-void fortran_trampoline_delete_fn(MPI_Fint* object, MPI_Fint* key, V* value, V* extra, MPI_Fint* ierr) {
-  using Fn = void (*)(MPI_Fint*, MPI_Fint*, V*, V*, MPI_Fint*);
+void fortran_trampoline_delete_fn(Fint* object, Fint* key, V* value, V* extra, Fint* ierr) {
+  using Fn = void (*)(Fint*, Fint*, V*, V*, Fint*);
   const bool trusted = fortran_delete_handles_trusted();
   count_call(Family::Callback, Lang::Fortran);
   KeyRecord* rec = fortran_record(*key);
@@ -240,7 +240,7 @@ void* fortran_trampoline_delete(ObjectKind kind) noexcept {
 
 void* trampoline_copy(ObjectKind kind, Binding lang) noexcept {
   if (lang != Binding::C)
-    return lang == Binding::FortranAint ? fortran_trampoline_copy<MPI_Aint>(kind) : fortran_trampoline_copy<MPI_Fint>(kind);
+    return lang == Binding::FortranAint ? fortran_trampoline_copy<MPI_Aint>(kind) : fortran_trampoline_copy<Fint>(kind);
   switch (kind) {
     case ObjectKind::Comm: return reinterpret_cast<void*>(&trampoline_copy_fn<ObjectKind::Comm, MPI_Comm>);
     case ObjectKind::Type: return reinterpret_cast<void*>(&trampoline_copy_fn<ObjectKind::Type, MPI_Datatype>);
@@ -251,7 +251,7 @@ void* trampoline_copy(ObjectKind kind, Binding lang) noexcept {
 
 void* trampoline_delete(ObjectKind kind, Binding lang) noexcept {
   if (lang != Binding::C)
-    return lang == Binding::FortranAint ? fortran_trampoline_delete<MPI_Aint>(kind) : fortran_trampoline_delete<MPI_Fint>(kind);
+    return lang == Binding::FortranAint ? fortran_trampoline_delete<MPI_Aint>(kind) : fortran_trampoline_delete<Fint>(kind);
   switch (kind) {
     case ObjectKind::Comm: return reinterpret_cast<void*>(&trampoline_delete_fn<ObjectKind::Comm, MPI_Comm>);
     case ObjectKind::Type: return reinterpret_cast<void*>(&trampoline_delete_fn<ObjectKind::Type, MPI_Datatype>);

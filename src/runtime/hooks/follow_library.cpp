@@ -46,7 +46,7 @@ bool same_fortran_value(ObjectKind kind, Handle h, int engine_key, const void* v
       return static_cast<std::uint64_t>(v) == a.value;
     }
     if (a.repr == Binding::FortranInt) {
-      MPI_Fint v;
+      Fint v;
       std::memcpy(&v, library, sizeof v);
       return static_cast<std::uint64_t>(static_cast<std::int64_t>(v)) == a.value;
     }

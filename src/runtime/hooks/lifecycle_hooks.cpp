@@ -26,10 +26,6 @@ void started(int provided) {
   // (Emulate mode defers the sets that run no callback the same way: set_path.hpp.)
   // In a program whose Python frames are read, a deferred set keeps its Python frames, taken when
   // it is deferred (by the time it is applied they are gone).
-  // MPICH's keyvals are handles (0xa4400001): messages write them in hex, as its users know them.
-#if defined(MPICH_VERSION)
-  set_keyvals_in_hex(true);
-#endif
   python::init();
   if (const char* unread = python::unread_version(); unread[0]) {
     // A Python whose frames are not read: said once, at no call site (tool.python-frames).
@@ -75,6 +71,8 @@ void started(int provided) {
     std::snprintf(r.run.mpi_library, sizeof r.run.mpi_library, "%.*s", static_cast<int>(sizeof r.run.mpi_library - 1), version);  // first line, clipped
     check_library(version);
   }
+  // MPICH's keyvals are handles (0xa4400001): messages write them in hex, as its users know them.
+  if (running_library() == Library::Mpich) set_keyvals_in_hex(true);
   std::snprintf(r.run.mpi_profile, sizeof r.run.mpi_profile, "%s", release().id);
   r.engine->create_object(ObjectKind::Comm, r.world, kObjectPredefined | kObjectWorld);
   r.engine->create_object(ObjectKind::Comm, r.self, kObjectPredefined | kObjectSelf);

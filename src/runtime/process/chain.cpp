@@ -7,6 +7,7 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
@@ -220,11 +221,12 @@ bool adopt_other_library(bool every_module) noexcept {
 bool other_library(char* detail, std::size_t size) noexcept {
   if (!g_other_found.load(std::memory_order_acquire)) return false;
   const bool abi = std::strncmp(g_other.module, "libmpi_abi.", 11) == 0;
-  const char* use = abi ? "There is no attrcheck for the MPI standard ABI: check the program built with its "
-                          "library's own compiler wrapper (mpicc.openmpi, mpicc.mpich) and the attrcheck built for it"
-                    : std::strstr(g_other.version, "MPICH") ? "Use attrcheck built for MPICH (ATTRCHECK_MPI=mpich)"
+  // (The attrcheck launcher picks the build for the program it starts: these say what to preload.)
+  const char* use = abi ? "Use attrcheck's standard ABI build, libattrcheck_abi.so (the attrcheck launcher picks it "
+                          "for a program that needs libmpi_abi.so.1)"
+                    : std::strstr(g_other.version, "MPICH") ? "Use attrcheck built for MPICH (ATTRCHECK_MPI=mpich), libattrcheck.so"
                     : std::strstr(g_other.version, "Open MPI")
-                        ? "Use attrcheck built for Open MPI (ATTRCHECK_MPI=openmpi)"
+                        ? "Use attrcheck built for Open MPI (ATTRCHECK_MPI=openmpi), libattrcheck.so"
                         : "Use attrcheck built for the program's MPI library";
   std::snprintf(detail, size,
                 "the program runs on %s (%s%s), and this attrcheck is built for %s (%s): it passed every call to "
@@ -232,6 +234,17 @@ bool other_library(char* detail, std::size_t size) noexcept {
                 g_other.version[0] ? g_other.version : "another MPI library", g_other.module,
                 abi ? ", the MPI standard ABI" : "", kProfile.name, ATTRCHECK_MPI_SONAME, use);
   return true;
+}
+
+void absent_function(const char* name) noexcept {
+  // (What ld.so prints for a symbol it cannot bind, with attrcheck's name: write(2), no stdio.)
+  char line[512];
+  const int n = std::snprintf(line, sizeof line,
+                              "attrcheck: the program calls %s, which the MPI library in use (%s) does not define: it "
+                              "stops here, as it does natively (a symbol lookup error, exit status 127)\n",
+                              name, g_library_base ? module_name(g_library_base) : "?");
+  if (n > 0) (void)!write(2, line, static_cast<std::size_t>(n < int(sizeof line) ? n : int(sizeof line) - 1));
+  _exit(127);
 }
 
 bool front_takes_calls() noexcept { return g_front.count > 0; }

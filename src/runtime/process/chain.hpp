@@ -83,6 +83,18 @@ namespace chain {
 [[gnu::visibility("hidden")]] extern decltype(&PMPI_Win_free_keyval) next_MPI_Win_free_keyval;
 }  // namespace chain
 
+// The standard ABI build's next hop of a function that the library in use does not define (Open
+// MPI's libmpi_abi has none of the MPI-1 caching calls): a program calling it natively stops
+// there, with the dynamic linker's "symbol lookup error" and exit status 127; it stops there under
+// attrcheck too, saying so (absent_function), never reaching a null pointer.
+[[noreturn]] void absent_function(const char* name) noexcept;
+template <const char* Name, typename F>
+struct Absent;
+template <const char* Name, typename R, typename... A>
+struct Absent<Name, R (*)(A...)> {
+  [[noreturn]] static R call(A...) noexcept { absent_function(Name); }
+};
+
 // attrcheck's own call of the library's PMPI_X, e.g. ATTRCHECK_LIBRARY(PMPI_Comm_free)(&comm) (found
 // at the first call from each place, after resolve_chain()).
 #define ATTRCHECK_LIBRARY(fn)                                                  \

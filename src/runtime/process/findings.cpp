@@ -63,7 +63,7 @@ void library_note(const KnownDivergence& known) {
   in.no_stack = true;
   char detail[400];
   Appender a{detail, sizeof detail};
-  a.put(kProfile.name);
+  a.put(running_library_name());
   a.put(" ");
   a.put(library_version());
   if (!release_probed()) {

@@ -8,6 +8,7 @@
 #include "runtime/process/call.hpp"
 #include "runtime/process/state.hpp"
 #include "runtime/process/chain.hpp"
+#include "runtime/profile/mpi_profile.hpp"
 
 namespace attrcheck::rt {
 
@@ -33,28 +34,54 @@ bool library_validates(ObjectKind kind, Handle h) noexcept {
   PMPI_Errhandler_free(&saved);
   return rc == MPI_SUCCESS;
 }
+
+// Open MPI: whether the communicator or window table (read through f2c, or the standard ABI's
+// fromint, from `base` on) holds `h`. A new object takes the lowest free slot, so the live ones lie
+// below the last slot in use: the walk ends after 4,096 empty slots in a row.
+bool table_holds(ObjectKind kind, Handle h, Fint base) noexcept {
+  constexpr Fint kEmptyRun = 4096, kMax = 1 << 24;
+  const Handle null = kind == ObjectKind::Comm ? handle(MPI_COMM_NULL) : handle(MPI_WIN_NULL);
+  for (Fint f = base, last = base - 1; f < base + kMax && f - last <= kEmptyRun; ++f) {
+    const Handle got = c_handle(kind, f);
+    if (got == h) return true;
+    if (got != 0 && got != null) last = f;
+  }
+  return false;
+}
+
+// Open MPI's libmpi_abi: the integer of the first slot of a handle table (below: the constants).
+constexpr Fint kOpenMpiAbiTableBase = 16385;
 }  // namespace
 
 bool library_has_live(ObjectKind kind, Handle h) noexcept {
   if (phase() != Phase::Running) return false;
-  if constexpr (!std::is_integral_v<MPI_Comm>) {
+  if constexpr (kStandardAbi) {
+    // The standard ABI: handles are pointers on every library (MPI_Comm_fromint and _toint
+    // replace f2c and c2f), and what they point at is the library's own business.
+    if (kind == ObjectKind::Type) return false;  // (neither library's tables hold every datatype)
+    if (running_library() == Library::OpenMpi) {
+      // Open MPI's libmpi_abi maps an integer above 16384 through the object's table (16384 +
+      // its Fortran index; below are the predefined constants, returned as they are) and
+      // gives NULL for an empty slot: the walk of the native build, from that base.
+      return table_holds(kind, h, kOpenMpiAbiTableBase);
+    }
+    // MPICH's libmpi_abi: fromint is a cast (it gives a freed object's handle back), but the
+    // library validates a communicator handed to it; a freed window is taken as valid
+    // (MPI_Win_get_name succeeds on it): only communicators can be asked about.
+    if (running_library() != Library::Mpich || kind != ObjectKind::Comm ||
+        state().thread_level >= MPI_THREAD_MULTIPLE)
+      return false;
+    return library_validates(kind, h);
+  } else if constexpr (!std::is_integral_v<MPI_Comm>) {
     // Open MPI: C handles are the objects' addresses, and the library does not check that one
     // names a live object (it reads the freed memory: a second MPI_Comm_free of a handle returns
     // MPI_SUCCESS), so the handle is never handed to it. Its communicator and window tables (the
     // Fortran handles) map exactly the live objects (a freed object's slot is emptied), and f2c
-    // reads only the table: the handle is live if some slot holds it. A new object takes the
-    // lowest free slot, so the live ones lie below the last slot in use: the walk ends after
-    // 4,096 empty slots in a row. A datatype enters its table only when MPI_Type_c2f is first
-    // called on it (which reads the object): a datatype cannot be asked about.
+    // reads only the table: the handle is live if some slot holds it. A datatype enters its table
+    // only when MPI_Type_c2f is first called on it (which reads the object): a datatype cannot be
+    // asked about.
     if (kind == ObjectKind::Type) return false;
-    constexpr MPI_Fint kEmptyRun = 4096, kMax = 1 << 24;
-    const Handle null = kind == ObjectKind::Comm ? handle(MPI_COMM_NULL) : handle(MPI_WIN_NULL);
-    for (MPI_Fint f = 0, last = -1; f < kMax && f - last <= kEmptyRun; ++f) {
-      const Handle got = c_handle(kind, f);
-      if (got == h) return true;
-      if (got != 0 && got != null) last = f;
-    }
-    return false;
+    return table_holds(kind, h, 0);
   } else {
     // MPICH: handles are integers the library validates, but a freed datatype's is taken as valid
     // (MPI_Type_get_name and MPI_Type_size succeed, MPI_Type_get_envelope crashes): only
@@ -70,11 +97,11 @@ void* fortran_pmpi(const char* name) noexcept { return dlsym(RTLD_DEFAULT, name)
 bool library_attr(ObjectKind kind, Handle h, int key, std::uint64_t* value, Binding lang) noexcept {
   if (lang != Binding::C) {
     // A Fortran-set value: read it as Fortran does (a C read would give a pointer to it).
-    using Get = void (*)(MPI_Fint*, MPI_Fint*, MPI_Aint*, MPI_Fint*, MPI_Fint*);
+    using Get = void (*)(Fint*, Fint*, MPI_Aint*, Fint*, Fint*);
     static const char* const names[] = {"pmpi_comm_get_attr_", "pmpi_type_get_attr_", "pmpi_win_get_attr_"};
     auto get = reinterpret_cast<Get>(fortran_pmpi(names[static_cast<int>(kind)]));
     if (!get) return false;
-    MPI_Fint object = fortran_handle(kind, h), fkey = key, logical = 0, ierr = 0;
+    Fint object = fortran_handle(kind, h), fkey = key, logical = 0, ierr = 0;
     MPI_Aint v = 0;
     get(&object, &fkey, &v, &logical, &ierr);
     if (ierr != MPI_SUCCESS || !logical) return false;
@@ -94,21 +121,37 @@ bool library_attr(ObjectKind kind, Handle h, int key, std::uint64_t* value, Bind
   return true;
 }
 
-MPI_Fint fortran_handle(ObjectKind kind, Handle h) noexcept {
+Fint fortran_handle(ObjectKind kind, Handle h) noexcept {
+#if defined(ATTRCHECK_STANDARD_ABI)
+  switch (kind) {
+    case ObjectKind::Comm: return PMPI_Comm_toint(from_handle<MPI_Comm>(h));
+    case ObjectKind::Type: return PMPI_Type_toint(from_handle<MPI_Datatype>(h));
+    case ObjectKind::Win: return PMPI_Win_toint(from_handle<MPI_Win>(h));
+  }
+#else
   switch (kind) {
     case ObjectKind::Comm: return PMPI_Comm_c2f(from_handle<MPI_Comm>(h));
     case ObjectKind::Type: return PMPI_Type_c2f(from_handle<MPI_Datatype>(h));
     case ObjectKind::Win: return PMPI_Win_c2f(from_handle<MPI_Win>(h));
   }
+#endif
   return 0;
 }
 
-Handle c_handle(ObjectKind kind, MPI_Fint f) noexcept {
+Handle c_handle(ObjectKind kind, Fint f) noexcept {
+#if defined(ATTRCHECK_STANDARD_ABI)
+  switch (kind) {
+    case ObjectKind::Comm: return handle(PMPI_Comm_fromint(f));
+    case ObjectKind::Type: return handle(PMPI_Type_fromint(f));
+    case ObjectKind::Win: return handle(PMPI_Win_fromint(f));
+  }
+#else
   switch (kind) {
     case ObjectKind::Comm: return handle(PMPI_Comm_f2c(f));
     case ObjectKind::Type: return handle(PMPI_Type_f2c(f));
     case ObjectKind::Win: return handle(PMPI_Win_f2c(f));
   }
+#endif
   return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "attrcheck/engine.hpp"
+#include "runtime/process/abi.hpp"
 
 namespace attrcheck::rt {
 
@@ -17,8 +18,8 @@ bool library_has_live(ObjectKind kind, Handle h) noexcept;
 // Asks the library (PMPI) whether `h` carries attribute `key` (the user's keyval number).
 // `lang`: how the value was set (a Fortran-set value is read as Fortran reads it).
 bool library_attr(ObjectKind kind, Handle h, int key, std::uint64_t* value, Binding lang = Binding::C) noexcept;
-MPI_Fint fortran_handle(ObjectKind kind, Handle h) noexcept;
-Handle c_handle(ObjectKind kind, MPI_Fint f) noexcept;  // the library's f2c (a live object's handle, or null)
+Fint fortran_handle(ObjectKind kind, Handle h) noexcept;
+Handle c_handle(ObjectKind kind, Fint f) noexcept;  // the library's f2c (a live object's handle, or null)
 
 // Open MPI's Fortran entry points (pmpi_comm_set_attr_ ...) live in libmpi_mpifh, which only
 // Fortran programs load: the Fortran wrappers look them up instead of linking. nullptr if absent.

@@ -20,6 +20,7 @@ ReleaseFacts facts_of(const ReleaseProfile& r) noexcept {
 }
 
 char g_library_version[32] = "";
+std::atomic<Library> g_running{kBuiltLibrary};  // the standard ABI build: set by check_library
 std::atomic<const ReleaseProfile*> g_release{nullptr};  // set by check_library
 
 }  // namespace
@@ -41,7 +42,7 @@ bool release_probed() noexcept {
 
 const ReleaseProfile& release() noexcept {
   const ReleaseProfile* r = g_release.load(std::memory_order_acquire);
-  return r ? *r : release_for(kBuiltLibrary, "");
+  return r ? *r : release_for(running_library(), "");
 }
 
 const ReleaseFacts& release_facts() noexcept {
@@ -80,6 +81,17 @@ const KnownDivergence* known_divergence(DivergenceSite site, const char* call) n
 
 const char* library_version() noexcept { return g_library_version; }
 
+Library running_library() noexcept { return g_running.load(std::memory_order_relaxed); }
+
+const char* running_library_name() noexcept {
+  if constexpr (!kStandardAbi) return kProfile.name;
+  switch (running_library()) {
+    case Library::OpenMpi: return "Open MPI (the MPI standard ABI)";
+    case Library::Mpich: return "MPICH (the MPI standard ABI)";
+    default: return "an MPI library of the standard ABI";
+  }
+}
+
 void check_library(const char* version) noexcept {
   // The first dotted number: "Open MPI v4.1.4, package: ...", "MPICH Version:\t4.0.2 ...".
   for (const char* p = version; p && *p; ++p) {
@@ -92,7 +104,24 @@ void check_library(const char* version) noexcept {
     g_library_version[n] = '\0';
     break;
   }
-  g_release.store(&release_for(kBuiltLibrary, g_library_version), std::memory_order_release);
+  if constexpr (kStandardAbi) {
+    // Which library is underneath: the one whose marker the version names (MPICH's derivatives
+    // name themselves and say MPICH too).
+    for (const MpiProfile& p : kProfiles)
+      if (*p.marker && version && std::strstr(version, p.marker)) {
+        g_running.store(p.library, std::memory_order_relaxed);
+        break;
+      }
+  }
+  g_release.store(&release_for(running_library(), g_library_version), std::memory_order_release);
+  if constexpr (kStandardAbi) {
+    if (running_library() != Library::Unknown || !version) return;
+    std::fprintf(stderr,
+                 "attrcheck: warning: the MPI library of the standard ABI in use is \"%s\", which attrcheck has no "
+                 "profile of; the checks assume the standard's behaviour\n",
+                 version);
+    return;
+  }
   if (!version || !*kProfile.marker || std::strstr(version, kProfile.marker)) return;
   // MPICH's derivatives (Intel MPI, MVAPICH, Cray MPICH) name themselves; their mpi.h says MPICH.
   std::fprintf(stderr,

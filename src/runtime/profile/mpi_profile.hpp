@@ -16,8 +16,11 @@
 
 namespace attrcheck::rt {
 
-// Selected at build time from mpi.h.
-#if defined(OPEN_MPI)
+// Selected at build time from mpi.h. The standard ABI build (ATTRCHECK_STANDARD_ABI) is built for
+// no library: the one underneath is recognised at MPI_Init (running_library).
+#if defined(ATTRCHECK_STANDARD_ABI)
+inline constexpr Library kBuiltLibrary = Library::Unknown;
+#elif defined(OPEN_MPI)
 inline constexpr Library kBuiltLibrary = Library::OpenMpi;
 #elif defined(MPICH_VERSION)
 inline constexpr Library kBuiltLibrary = Library::Mpich;
@@ -25,9 +28,25 @@ inline constexpr Library kBuiltLibrary = Library::Mpich;
 inline constexpr Library kBuiltLibrary = Library::Unknown;
 #endif
 
+#if defined(ATTRCHECK_STANDARD_ABI)
+// The standard ABI's own profile, what holds for every library under it: every null callback is
+// the sentinel 0x0 (and every dup one 0x1), and there is no Fortran binding. What differs between
+// the libraries underneath (their releases' divergences, error classes and behaviours) is the
+// running library's (release()).
+inline constexpr MpiProfile kAbiProfile = {Library::Unknown, "abi", "the MPI standard ABI", "", true, false, 0,
+                                           "any", ""};
+inline constexpr const MpiProfile& kProfile = kAbiProfile;
+#else
 // The profile of the library attrcheck is built against (a compile-time constant: tests of its
 // flags cost nothing on hot paths).
 inline constexpr const MpiProfile& kProfile = profile_of(kBuiltLibrary);
+#endif
+
+// The library attrcheck runs on: the built one, or in the standard ABI build the one
+// MPI_Get_library_version named at MPI_Init (Library::Unknown before, or for another).
+Library running_library() noexcept;
+// Its name: "Open MPI", or "Open MPI (the MPI standard ABI)" in the standard ABI build.
+const char* running_library_name() noexcept;
 
 // The library's `use mpi_f08` profiling entry point for `stem` ("comm_set_attr_f08_"): the
 // profile's prefix + stem, looked up at first use (libmpi_usempif08 / libmpifort is loaded only by
