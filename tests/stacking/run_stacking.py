@@ -115,6 +115,7 @@ class Runner:
         self.mpi = mpi_config.load(build)
         self.launcher = os.path.join(build, "bin", "attrcheck")
         self.attrcheck = os.path.join(build, "lib", "libattrcheck.so")
+        self.attrcheck_abi = os.path.join(build, "lib", "libattrcheck_abi.so")  # (where the MPI standard ABI is here)
         self.app = os.path.join(build, "tests", "stacking", "stack_app")
         self.problems = []
 
@@ -330,6 +331,22 @@ def run_other_mpi(r, program, form):
     if form == "by-hand":
         p = r.logged(d, [*command[:3], "env", f"LD_PRELOAD={r.attrcheck}", f"ATTRCHECK_OUTPUT={out}", *command[3:]], env)
         r.check_exit(p, 0)
+    elif program != "other-native" and os.path.exists(r.attrcheck_abi):
+        # The launcher picks the standard ABI build for a program that needs libmpi_abi.so.1: the
+        # correct program is checked, in both modes, on this ABI library, and draws no finding.
+        for mode in ("shadow", "emulate"):
+            shutil.rmtree(out, ignore_errors=True)
+            p = r.logged(d, [r.launcher, "--mode", mode, "--output", out, "--", *command], env)
+            r.check_exit(p, 0)
+            r.expect(p.stdout == native.stdout, f"{mode}: stdout {p.stdout!r}, natively {native.stdout!r}", p)
+            r.expect("attrcheck: the program runs on " not in p.stderr,
+                     f"{mode}: the standard ABI build says the program runs on another library", p)
+            report = r.report(out, d)
+            findings = [f["rule"] for f in (report or {}).get("findings", [])]
+            r.expect(report is not None and not findings, f"{mode}: findings {findings} on a correct program", p)
+            r.expect(report is not None and "tool.other-mpi" not in json.dumps(report),
+                     f"{mode}: the report says the run was not checked", p)
+        return
     else:
         p = r.logged(d, [r.launcher, "--mode", "emulate", "--output", out, "--", *command], env)
         r.check_exit(p, "unchecked")
@@ -340,7 +357,8 @@ def run_other_mpi(r, program, form):
              "(the first rank's)", p)
     if said:
         r.expect("this attrcheck is built for" in said[0] and
-                 re.search(r"\bUse attrcheck built for|no attrcheck for the MPI standard ABI", said[0]),
+                 re.search(r"\bUse attrcheck built for|Use attrcheck's standard ABI build, libattrcheck_abi\.so",
+                           said[0]),
                  f"the line does not say what attrcheck is built for and what to use: {said[0]}", p)
     for bad in ("Segmentation fault", "MPI_ABORT", "MPI_ERR_", "signal 11", "core dumped"):
         r.expect(bad not in p.stderr, f"stderr has {bad!r}", p)
