@@ -58,10 +58,13 @@ void started(int provided) {
   r.self = handle(MPI_COMM_SELF);
   PMPI_Comm_rank(MPI_COMM_WORLD, &r.run.rank);
   PMPI_Comm_size(MPI_COMM_WORLD, &r.run.size);
-  static const char* const levels[] = {"MPI_THREAD_SINGLE", "MPI_THREAD_FUNNELED", "MPI_THREAD_SERIALIZED",
-                                       "MPI_THREAD_MULTIPLE"};
-  std::snprintf(r.run.thread_level, sizeof r.run.thread_level, "%s",
-                provided >= MPI_THREAD_SINGLE && provided <= MPI_THREAD_MULTIPLE ? levels[provided] : "?");
+  // (By name, not as an index: the standard ABI's levels are 0, 1024, 2048 and 4096.)
+  const char* level = provided == MPI_THREAD_SINGLE       ? "MPI_THREAD_SINGLE"
+                      : provided == MPI_THREAD_FUNNELED   ? "MPI_THREAD_FUNNELED"
+                      : provided == MPI_THREAD_SERIALIZED ? "MPI_THREAD_SERIALIZED"
+                      : provided == MPI_THREAD_MULTIPLE   ? "MPI_THREAD_MULTIPLE"
+                                                          : "?";
+  std::snprintf(r.run.thread_level, sizeof r.run.thread_level, "%s", level);
   char version[MPI_MAX_LIBRARY_VERSION_STRING];
   int len = 0;
   if (PMPI_Get_library_version(version, &len) == MPI_SUCCESS) {
