@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shlex
+import subprocess
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEF = os.path.join(HERE, "..", "src", "runtime", "profile", "mpi_profile.def")
@@ -138,6 +139,54 @@ class Config:
             "exit_without_finalize": "nonzero", "divergences": {}, "error_classes": {}}
         self.release = self.profile["release"]
         self.divergences = set(self.profile["divergences"])
+        # The MPI standard ABI's libraries here, where the build made lib/libattrcheck_abi.so.
+        self.standard_abi_libraries = b.get("standard_abi_libraries", [])
+        self.standard_abi_program = b.get("standard_abi_program")  # {"include", "library"}
+        self.standard_abi = False  # (for_standard_abi)
+
+    def standard_abi_library(self, library=None):
+        """This machine's libmpi_abi of `library` (default: the build's), as the build found it
+        (Debian's /usr/lib/ARCH/libmpi_abi_openmpi.so.1.0.0, ..._mpich...), or None."""
+        library = library or self.library
+        return next((p for p in self.standard_abi_libraries
+                     if re.match(rf"libmpi_abi_{library}\.so", os.path.basename(p))), None)
+
+    def standard_abi_env(self, directory, library=None):
+        """The environment that makes a program linked against libmpi_abi.so.1 load `library`'s:
+        both libraries' files have that SONAME and ldconfig links it to one of them, so a directory
+        of the caller's (made here) holds the link, first on LD_LIBRARY_PATH (the README's way)."""
+        found = self.standard_abi_library(library)
+        if found is None:
+            raise FileNotFoundError(f"no MPI standard ABI library of {library or self.library} here")
+        os.makedirs(directory, exist_ok=True)
+        link = os.path.join(directory, "libmpi_abi.so.1")
+        if os.path.islink(link):
+            os.unlink(link)
+        os.symlink(found, link)
+        return {"LD_LIBRARY_PATH": directory}
+
+    def standard_abi_compile(self, source, exe, *flags):
+        """The command that compiles a C program for the standard ABI as the suite's cases are:
+        against the header that declares the most, linked by the SONAME libmpi_abi.so.1."""
+        prog = self.standard_abi_program
+        return ["gcc", *flags, f"-I{prog['include']}", "-o", exe, source, prog["library"]]
+
+    def standard_abi_defines(self, symbol, library=None):
+        """Whether `library`'s libmpi_abi (default: the build's) defines `symbol` (Open MPI's leaves
+        out the MPI-1 caching calls)."""
+        out = subprocess.run(["nm", "-D", "--defined-only", self.standard_abi_library(library)],
+                             capture_output=True, text=True, check=True).stdout
+        return any(line.split()[-1].split("@")[0] == symbol for line in out.splitlines() if line.split())
+
+    def for_standard_abi(self):
+        """The profile a program of the standard ABI runs under on this library: its release's
+        divergences, behaviours and error classes, with what the ABI fixes for every library (MPI
+        5.0, the ABI's mpi.h): every null callback is the sentinel 0x0 (so NULL is the predefined
+        one) and there is no Fortran binding (libattrcheck_abi's kAbiProfile, mpi_profile.hpp)."""
+        self.profile = dict(self.profile, null_callbacks_are_null=True, fortran_enters_through_c=False,
+                            name=f"{self.profile['name']} (the MPI standard ABI)")
+        self.standard_abi = True
+        return self
 
     def mpiexec(self, np, *command):
         return [self.launcher, self.numproc_flag, str(np), *command]

@@ -49,7 +49,11 @@ A case is a C, C++ or Fortran program whose first comment lines (// or !) say wh
                                                launcher), and every check then applies to what the
                                                run left
   // skip-on LIBRARY: REASON                     the case cannot run on that library or release series
-                                               (openmpi, openmpi-5.0: mpi_profile.def; ctest: skipped)
+                                               (openmpi, openmpi-5.0: mpi_profile.def; ctest: skipped);
+                                               standard-abi: the case is not built for the MPI
+                                               standard ABI (tests/mpi/CMakeLists.txt reads it too);
+                                               mpich-standard-abi (any LIBRARY-standard-abi): its
+                                               run for the standard ABI on that library
   // expect-intercepted: FAMILY.BINDING=N ...    the merged report's "intercepted" count of that
                                                family and binding is N (or, with >=N, at least N)
   // status: STATUS                              every rank's status in the merged report
@@ -64,7 +68,9 @@ A case is a C, C++ or Fortran program whose first comment lines (// or !) say wh
   // expect-if FLAG: RULE...                     expected only if it is (FLAG: a library field, or a
                                                BEHAVIOUR the release has, as its probe answered)
   // expect-on LIBRARY[/MODE]: RULE...           expected only on that library or release series
-                                               (openmpi, mpich-4.2), and only in MODE if given:
+                                               (openmpi, mpich-4.2, or standard-abi: a run of the
+                                               program built for the standard ABI, --standard-abi),
+                                               and only in MODE if given:
                                                where the program itself runs into what differs
   // divergence: ID...                           known library divergences (src/runtime/profile/mpi_profile.def)
                                                the program runs into: where the built library's
@@ -76,9 +82,11 @@ A case is a C, C++ or Fortran program whose first comment lines (// or !) say wh
                                                arbitrary value can be the right one)
 
 The program runs under the MPI library's own launcher (mpiexec.mpich for an MPICH build), as the
-build recorded it (tests/mpi_config.py).
+build recorded it (tests/mpi_config.py). With --standard-abi the program is one built for the MPI
+standard ABI: it runs on the build's library's libmpi_abi (chosen by LD_LIBRARY_PATH), must be
+checked by the standard ABI build, and is skipped where that libmpi_abi lacks a function it calls.
 
-usage: run_case.py --launcher BIN --build DIR --exe PROGRAM --source CASE.c --mode MODE --workdir DIR
+usage: run_case.py [--standard-abi] --launcher BIN --build DIR --exe PROGRAM --source CASE.c --mode MODE --workdir DIR
 """
 import argparse
 import json
@@ -435,10 +443,23 @@ def native_run(a, mpirun, env):
         return native
 
 
+def abi_symbols_lacking(exe, library):
+    """The MPI functions the program needs that `library` does not define (Open MPI's libmpi_abi
+    leaves out the MPI-1 caching calls), by the dynamic symbol tables (nm -D)."""
+    def symbols(path, undefined):
+        out = subprocess.run(["nm", "-D", "--undefined-only" if undefined else "--defined-only", path],
+                             capture_output=True, text=True, check=True).stdout
+        return {line.split()[-1].split("@")[0] for line in out.splitlines() if line.split()}
+    return sorted(s for s in symbols(exe, True) - symbols(library, False) if re.match(r"P?MPIX?_", s))
+
+
 def main():
     ap = argparse.ArgumentParser()
     for a in ("--launcher", "--build", "--exe", "--source", "--mode", "--workdir"):
         ap.add_argument(a, required=True)
+    ap.add_argument("--standard-abi", action="store_true",
+                    help="the program is built for the MPI standard ABI (libmpi_abi.so.1): run it on the "
+                         "build's library's libmpi_abi, under its profile with what the ABI fixes")
     a = ap.parse_args()
     try:
         return check_case(a)
@@ -453,7 +474,11 @@ def main():
 def check_case(a):
     spec = header(a.source)
     cfg = mpi_config.load(a.build)
-    for target in (cfg.library, cfg.release):
+    targets = (cfg.library, cfg.release)
+    if a.standard_abi:
+        cfg.for_standard_abi()
+        targets += ("standard-abi", f"{cfg.library}-standard-abi", f"{cfg.release}-standard-abi")
+    for target in targets:
         if target in spec["skip_on"]:
             print(f"skipped on {target}: {spec['skip_on'][target]}")
             return SKIP
@@ -479,16 +504,24 @@ def check_case(a):
             spec["expect"] = spec["expect"] + rules
     for target, rules in spec["expect_on"]:
         library, _, mode = target.partition("/")
-        if library not in profiles:
+        if library.removesuffix("standard-abi").removesuffix("-") not in profiles and library != "standard-abi":
             print(f"FAIL: expect-on names {library}, which is no library or release profile", file=sys.stderr)
             return 1
-        if library in (cfg.library, cfg.release) and mode in ("", a.mode):
+        if library in targets and mode in ("", a.mode):
             spec["expect"] = spec["expect"] + rules
     if spec["exit"] == "without-finalize":
         spec["exit"] = cfg.profile["exit_without_finalize"]
-    env = cfg.env(**spec["env"])
     shutil.rmtree(a.workdir, ignore_errors=True)
     os.makedirs(a.workdir)
+    extra = dict(spec["env"])
+    if a.standard_abi:
+        extra.update(cfg.standard_abi_env(os.path.join(a.workdir, "libmpi_abi")))
+        lacking = abi_symbols_lacking(a.exe, cfg.standard_abi_library())
+        if lacking:
+            print(f"skipped on {cfg.profile['name']}: its libmpi_abi ({cfg.standard_abi_library()}) does not "
+                  f"define {', '.join(lacking)}, which the program refers to: natively it cannot run there")
+            return SKIP
+    env = cfg.env(**extra)
     out = os.path.join(a.workdir, "out")
     mpirun = cfg.mpiexec(spec["np"], a.exe)
     failures = []
@@ -570,6 +603,13 @@ def check_case(a):
             failures.append(f"no library.divergence note names [{d}] (notes: {[f['message'] for f in notes]})")
         elif len(mine) > 1 or (mine[0].get("site") or {}).get("address", "0x0") != "0x0":
             failures.append(f"[{d}] is noted {len(mine)} times, or at a call site: {mine}")
+    if a.standard_abi:
+        # The run was checked by the standard ABI build (the launcher's choice): a native build
+        # would have forwarded every call, intercepting none (a rank's finalized report counts
+        # them; a killed rank's journal does not), finding nothing, and said tool.other-mpi.
+        if "tool.other-mpi" in rules or not (merged.get("intercepted") or rules):
+            failures.append(f"the run was not checked by the standard ABI build (rules {sorted(rules)}, "
+                            f"intercepted {merged.get('intercepted')})")
     for f in notes:
         if f["severity"] != "info" or not any(f"[{d}]" in f["message"] for d in named):
             failures.append(f"unexpected library note: {f['severity']} {f['message']}")

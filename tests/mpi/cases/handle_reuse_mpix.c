@@ -3,6 +3,7 @@
 // exit: 0
 // native: same-stdout
 // native-skip: 1
+// skip-on standard-abi: MPICH's MPIX_ extensions are not part of the standard ABI (its mpi.h declares none)
 // skip-on openmpi: the program calls MPIX_Comm_shrink as MPICH's mpi.h declares it (Open MPI's, where it has one, is in its ULFM extension's mpi-ext.h)
 /* A communicator made by the fault-tolerance extension's MPIX_Comm_shrink, whose handle is the
  * value of one the program just freed (MPICH hands a freed handle out again at once): a correct

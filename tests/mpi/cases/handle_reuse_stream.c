@@ -2,6 +2,7 @@
 // clean
 // exit: 0
 // native: same-stdout
+// skip-on standard-abi: MPICH's MPIX_ extensions are not part of the standard ABI (its mpi.h declares none)
 // skip-on openmpi: MPIX_Stream_comm_create is MPICH's stream extension
 // skip-on mpich-4.0: MPICH 4.0 has no streams (MPICH 4.1 added them)
 /* Communicators made by MPICH's stream extension (MPIX_Stream_comm_create: a duplicate), each right

@@ -3,6 +3,7 @@
 // exit: 0
 // native: same-stdout
 // native-skip: 77
+// skip-on standard-abi: MPICH's MPIX_ extensions are not part of the standard ABI (its mpi.h declares none)
 // skip-on openmpi: MPICH's extensions (MPIX_Stream_comm_create, MPIX_Threadcomm_init); Open MPI has neither
 /* MPICH's stream and thread communicators are duplicates of their parent: MPIX_Stream_comm_create
  * and MPIX_Threadcomm_init (and MPIX_Stream_comm_create_multiplex: mpix_stream_multiplex.c, as

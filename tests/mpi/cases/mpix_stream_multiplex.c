@@ -3,6 +3,7 @@
 // exit: 0
 // native: same-stdout
 // native-skip: 77, 1
+// skip-on standard-abi: MPICH's MPIX_ extensions are not part of the standard ABI (its mpi.h declares none)
 // skip-on openmpi: MPICH's extension (MPIX_Stream_comm_create_multiplex); Open MPI has none
 /* MPICH's MPIX_Stream_comm_create_multiplex makes a duplicate of its parent (MPIR_Comm_dup_impl),
  * so attributes are copied by their copy callbacks, as MPI_Comm_dup does, and MPI_Comm_free runs
