@@ -10,7 +10,7 @@ rank finalized in the mode with its calls intercepted (report_files.ran). A find
 merged-report finding at warning or error level; library notes (library.divergence, info) are
 counted apart.
 
-usage: soak_threads.py --build DIR [--runs N] [--threads T] [--rounds R] [--np P] [--modes shadow,emulate,native]
+usage: soak_threads.py --build DIR [--standard-abi] [--runs N] [--threads T] [--rounds R] [--np P] [--modes shadow,emulate,native]
 """
 import argparse
 import collections
@@ -36,13 +36,20 @@ def main():
     ap.add_argument("--np", type=int, default=2)
     ap.add_argument("--modes", default="shadow,emulate")
     ap.add_argument("--keep", help="directory for the output of broken runs (default: a temporary one)")
+    ap.add_argument("--standard-abi", action="store_true",
+                    help="the program built for the MPI standard ABI, on the build's library's libmpi_abi")
     a = ap.parse_args()
     a.build = os.path.abspath(a.build)
     cfg = mpi_config.load(a.build)
-    exe = os.path.join(a.build, "tests", "mpi", "case_thread_churn")
+    exe = os.path.join(a.build, "tests", "mpi", "abi_case_thread_churn" if a.standard_abi else "case_thread_churn")
     launcher = os.path.join(a.build, "bin", "attrcheck")
     keep = a.keep or tempfile.mkdtemp(prefix="attrcheck-soak-")
-    env = cfg.env(CHURN_THREADS=str(a.threads), CHURN_ROUNDS=str(a.rounds))
+    extra = {}
+    if a.standard_abi:
+        cfg.for_standard_abi()
+        extra = cfg.standard_abi_env(os.path.join(keep, "libmpi_abi"))
+    env = cfg.env(CHURN_THREADS=str(a.threads), CHURN_ROUNDS=str(a.rounds), **extra)
+    name = f"{cfg.library} (the MPI standard ABI)" if a.standard_abi else cfg.library
     failed = False
     for mode in a.modes.split(","):
         broken, findings, notes = 0, collections.Counter(), collections.Counter()
@@ -77,13 +84,13 @@ def main():
                     ok, text = False, text + f"\nno merged report: {e}"
             if not ok or seen:
                 broken += not ok
-                dest = os.path.join(keep, f"{cfg.library}-{mode}-{i}")
+                dest = os.path.join(keep, f"{cfg.library}{'-abi' if a.standard_abi else ''}-{mode}-{i}")
                 shutil.copytree(work, dest, dirs_exist_ok=True)
                 with open(os.path.join(dest, "run.txt"), "w") as f:
                     f.write(text)
             shutil.rmtree(work, ignore_errors=True)
         runs_with = sum(findings.values())
-        print(f"{cfg.library} {mode}: {a.runs} runs of {a.np} ranks x {a.threads} threads x {a.rounds} rounds: "
+        print(f"{name} {mode}: {a.runs} runs of {a.np} ranks x {a.threads} threads x {a.rounds} rounds: "
               f"{broken} broken, {runs_with} finding(s) at warning or error")
         for key, n in findings.most_common():
             print(f"  finding in {n} run(s): {key}")

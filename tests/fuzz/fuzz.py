@@ -18,7 +18,7 @@ report exactly that rule at warning or error. A failing program is shrunk (delta
 its body; the epilogue is derived again) and written out as a standalone C file describing the
 failure at its top.
 
-usage: fuzz.py --build DIR [--legal N] [--seeded M] [--ranks 1,2] [--seed S] [--jobs 2]
+usage: fuzz.py --build DIR [--standard-abi] [--legal N] [--seeded M] [--ranks 1,2] [--seed S] [--jobs 2]
                [--out DIR] [--avoid ID,...] [--strict] [--no-shrink] [--inject model|finding]
 exit status: 0 no attrcheck failure (known ones excepted), 1 attrcheck failures, 2 the tester itself failed
 """
@@ -50,9 +50,10 @@ DEPRECATED = {"MPI_Keyval_create", "MPI_Keyval_free", "MPI_Attr_put", "MPI_Attr_
 # ---- the build and how programs run ----
 
 class Build:
-    def __init__(self, build):
+    def __init__(self, build, standard_abi=False):
         self.dir = os.path.abspath(build)
         self.cfg = mpi_config.load(self.dir)
+        self.standard_abi = standard_abi
         self.launcher = os.path.join(self.dir, "bin", "attrcheck")
         self.cc = None
         cache = os.path.join(self.dir, "CMakeCache.txt")
@@ -63,13 +64,28 @@ class Build:
         if not self.cc:
             self.cc = "mpicc.mpich" if self.cfg.library == "mpich" else "mpicc"
         self.env = self.cfg.env()
+        # Whether the programs may make the deprecated MPI-1 calls: every native library has them;
+        # of the standard ABI's, MPICH's has and Open MPI's has not.
+        self.deprecated_calls = True
+        if standard_abi:
+            # The programs are built for the MPI standard ABI and run on this build's library's
+            # libmpi_abi, which the launcher checks with the standard ABI build.
+            if not self.cfg.standard_abi_program or not self.cfg.standard_abi_library():
+                raise RuntimeError(f"the build has no standard ABI build for {self.cfg.library} "
+                                   "(lib/libattrcheck_abi.so and the library's libmpi_abi)")
+            self.cfg.for_standard_abi()
+            self.env = self.cfg.env(**self.cfg.standard_abi_env(os.path.join(self.dir, "fuzz-libmpi_abi")))
+            self.deprecated_calls = self.cfg.standard_abi_defines("MPI_Keyval_create")
         self.profile = self.cfg.profile
 
     def compile(self, src, exe):
-        p = subprocess.run([self.cc, "-g", "-O0", "-w", "-o", exe, src], capture_output=True, text=True,
-                           timeout=TIMEOUT)
+        if self.standard_abi:
+            cmd = self.cfg.standard_abi_compile(src, exe, "-g", "-O0", "-w")
+        else:
+            cmd = [self.cc, "-g", "-O0", "-w", "-o", exe, src]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
         if p.returncode != 0:
-            raise RuntimeError(f"{self.cc} {src}: {p.stderr.strip()[:2000]}")
+            raise RuntimeError(f"{cmd[0]} {src}: {p.stderr.strip()[:2000]}")
 
     def command(self, exe, trace, np, mode, out):
         """A native run at 1 rank is a singleton (no mpiexec); at 2 ranks mpiexec starts it."""
@@ -504,7 +520,7 @@ def shrink(build, prog, np, cls, workdir, budget=120, modes=None):
 def describe(cls, run, item):
     """The comment at the top of a minimal program: the failure and what each run said."""
     lines = [f"mismatch class: {cls}", f"owner: {item['owner']}",
-             f"library: {run.b.cfg.library} {run.b.cfg.version} ({run.b.profile.get('release')}), ranks: {run.np}",
+             f"library: {run.b.cfg.library} {run.b.cfg.version} ({run.b.profile.get('release')}{', the MPI standard ABI' if run.b.standard_abi else ''}), ranks: {run.np}",
              f"generated from {run.p.kind} seed {run.p.seed}", ""]
     d = item.get("detail") or {}
     if "expected" in d:
@@ -550,11 +566,17 @@ def main(argv=None):
     ap.add_argument("--keep", action="store_true", help="keep every program's directory")
     ap.add_argument("--inject", choices=["model", "finding"], help="break the oracle on purpose (self-test)")
     ap.add_argument("--json", help="write the summary here too")
+    ap.add_argument("--standard-abi", action="store_true",
+                    help="programs built for the MPI standard ABI, run on the build's library's libmpi_abi")
     ap.add_argument("--program", action="append", default=[],
                     help="run this program (a prog.json the tester wrote) at each --ranks instead of generating")
     a = ap.parse_args(argv)
 
-    build = Build(a.build)
+    try:
+        build = Build(a.build, standard_abi=a.standard_abi)
+    except RuntimeError as e:
+        print(f"fuzz: {e}", file=sys.stderr)
+        return 2
     if not os.path.exists(build.launcher):
         print(f"fuzz: {build.launcher} missing", file=sys.stderr)
         return 2
@@ -581,7 +603,8 @@ def main(argv=None):
     for np in ranks if not a.program else []:
         for i in range(a.legal):
             jobs.append(("legal", a.seed + i, np))
-        seedable = [r for r in P.SEEDABLE if not (r == "deprecated.constant" and build.profile.get("null_callbacks_are_null"))]
+        seedable = [r for r in P.SEEDABLE if not (r == "deprecated.constant" and build.profile.get("null_callbacks_are_null"))
+                    and not (r == "deprecated.call" and not build.deprecated_calls)]
         for i in range(a.seeded):
             jobs.append((seedable[i % len(seedable)], a.seed + i, np))
 
@@ -591,7 +614,8 @@ def main(argv=None):
             prog = given[kind]
             kind = os.path.splitext(os.path.basename(kind))[0]
         else:
-            prog = P.generate(seed, avoid) if kind == "legal" else P.generate_seeded(seed, kind, avoid, library)
+            prog = (P.generate(seed, avoid, deprecated=build.deprecated_calls) if kind == "legal"
+                    else P.generate_seeded(seed, kind, avoid, library))
         d = os.path.join(out, "programs", f"{kind}-{seed}-np{np}")
         modes = MODES if prog.kind == "legal" else ("shadow", "emulate")
         try:
@@ -675,7 +699,7 @@ def main(argv=None):
                         cover["calls"] += 1
     failing = [c for c, v in classes.items() if v["owner"] in ("attrcheck", "tester") and (a.strict or not v["known"])]
     print()
-    print(f"fuzz: {library} {build.cfg.version} ({build.profile.get('release')}), {len(results)} programs in "
+    print(f"fuzz: {library} {build.cfg.version} ({build.profile.get('release')}{', the MPI standard ABI' if build.standard_abi else ''}), {len(results)} programs in "
           f"{time.time() - t0:.0f} s: " + ", ".join(f"{n} {'legal' if legal else 'seeded'} at {np} rank(s)"
                                                      for (legal, np), n in sorted(per.items())))
     info = collections.Counter()

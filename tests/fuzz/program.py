@@ -285,8 +285,10 @@ class Gen:
         return self.p
 
 
-def generate(seed, avoid=()):
-    return Gen(seed, avoid).body()
+def generate(seed, avoid=(), deprecated=True):
+    """A legal program; with deprecated=False it makes none of the MPI-1 calls (a library without
+    them: Open MPI's standard ABI library)."""
+    return Gen(seed, avoid, deprecated=deprecated).body()
 
 
 def generate_seeded(seed, rule, avoid=(), library="openmpi"):
