@@ -21,6 +21,10 @@
 #   VALGRIND=path           the valgrind to use
 #   THREAD=level            MPI_Init_thread at that level (single, funneled, serialized, multiple:
 #                           `mpi_attr_bench --thread`); default MPI_Init
+#   STANDARD_ABI=1          the benchmark built for the MPI standard ABI (bench/mpi_attr_bench_abi),
+#                           on the build's library's libmpi_abi (chosen with LD_LIBRARY_PATH), natively
+#                           and under the standard ABI build (lib/libattrcheck_abi.so): what attrcheck
+#                           adds on top of the library's own ABI layer
 # Under the modes, valgrind is what the MPI launcher starts, with attrcheck's LD_PRELOAD
 # passed through (valgrind hands it to the program); the script checks that attrcheck was
 # really loaded and ran (the profile names libattrcheck; the job's report.json has the rank,
@@ -44,6 +48,20 @@ bench_args=(--no-pairs)
 [ -n "${THREAD:-}" ] && bench_args+=(--thread "$THREAD")
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+if [ "${STANDARD_ABI:-0}" = 1 ]; then
+  bench=$build/bench/mpi_attr_bench_abi
+  [ -x "$bench" ] || { echo "bench-callgrind: $bench missing: no MPI library here ships the standard ABI" >&2; exit 2; }
+  # (Both libraries' libmpi_abi have the SONAME libmpi_abi.so.1: a link of that name, first on
+  # LD_LIBRARY_PATH, picks the build's library's.)
+  LD_LIBRARY_PATH=$(python3 - "$build" "$out/libmpi_abi" <<'PY'
+import sys
+sys.path.insert(0, "tests")
+import mpi_config
+print(mpi_config.load(sys.argv[1]).standard_abi_env(sys.argv[2])["LD_LIBRARY_PATH"])
+PY
+  )${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export LD_LIBRARY_PATH
+fi
 for c in "${configs[@]}"; do
   for n in "$count" $((2 * count)); do
     vg=("$valgrind" --tool=callgrind "--callgrind-out-file=$out/$c.$n.cg")
@@ -54,8 +72,10 @@ for c in "${configs[@]}"; do
       "$build/bin/attrcheck" --mode "$c" --output "$out/reports-$c.$n" --fail-on never -- \
         "$mpiexec" -n 1 "${vg[@]}" "$bench" --count "$n" "${bench_args[@]}" >"$out/$c.$n.log" 2>&1 ||
         { cat "$out/$c.$n.log" >&2; exit 1; }
-      if ! grep -q 'libattrcheck' "$out/$c.$n.cg"; then
-        echo "bench-callgrind: $c: libattrcheck does not appear in the profile: the preload was lost" >&2
+      runtime=libattrcheck
+      [ "${STANDARD_ABI:-0}" = 1 ] && runtime=libattrcheck_abi
+      if ! grep -q "$runtime" "$out/$c.$n.cg"; then
+        echo "bench-callgrind: $c: $runtime does not appear in the profile: the preload was lost" >&2
         exit 1
       fi
       # The job's report says what attrcheck did: its one rank finalized in the mode asked for and
@@ -103,7 +123,8 @@ for c in configs:
             per_call.setdefault(key, {})[c] = (large[key] - small[key]) / n
 thread = os.environ.get("THREAD")
 print(f"instructions per call (callgrind, (Ir(2N) - Ir(N)) / N, N = {n})" +
-      (f", MPI_Init_thread {thread}" if thread else ""))
+      (f", MPI_Init_thread {thread}" if thread else "") +
+      (", the MPI standard ABI" if os.environ.get("STANDARD_ABI") == "1" else ""))
 print(f"{'operation':34} " + " ".join(f"{c:>10}" for c in configs) + "  " +
       " ".join(f"{c + '/native':>15}" for c in configs if c != "native" and "native" in configs))
 for op in labels:

@@ -102,6 +102,17 @@ def bench_callgrind():
     per_call_table(out, ["native", "shadow", "emulate"], "bench-callgrind")
 
 
+def bench_callgrind_abi():
+    """STANDARD_ABI=1 bash scripts/bench-callgrind.sh: the benchmark built for the MPI standard ABI,
+    natively and under the standard ABI build, N = 128."""
+    need_valgrind()
+    need(os.path.join(BUILD, "bench", "mpi_attr_bench_abi"), "no MPI library here ships the standard ABI")
+    out = run(["bash", "scripts/bench-callgrind.sh"], COUNT="128", STANDARD_ABI="1", CONFIGS="native shadow")
+    if "N = 128" not in out.splitlines()[0] or "the MPI standard ABI" not in out.splitlines()[0]:
+        fail("no header with N = 128 and the MPI standard ABI", out)
+    per_call_table(out, ["native", "shadow"], "bench-callgrind (standard ABI)")
+
+
 def bench_real_callgrind():
     """bash scripts/bench-real-callgrind.sh, on the shortest client (parallel HDF5's ph5example)."""
     need_valgrind()
