@@ -174,9 +174,7 @@ class Config:
     def standard_abi_defines(self, symbol, library=None):
         """Whether `library`'s libmpi_abi (default: the build's) defines `symbol` (Open MPI's leaves
         out the MPI-1 caching calls)."""
-        out = subprocess.run(["nm", "-D", "--defined-only", self.standard_abi_library(library)],
-                             capture_output=True, text=True, check=True).stdout
-        return any(line.split()[-1].split("@")[0] == symbol for line in out.splitlines() if line.split())
+        return symbol in dynamic_symbols(self.standard_abi_library(library))
 
     def for_standard_abi(self):
         """The profile a program of the standard ABI runs under on this library: its release's
@@ -233,6 +231,14 @@ class Config:
         them apart (docs/rules.md, deprecated.constant): two findings fewer there."""
         constants = not self.profile.get("null_callbacks_are_null", False)
         return constants, 8 if constants else 6, 12 if constants else 8
+
+
+def dynamic_symbols(path, undefined=False):
+    """The names (versions stripped) of the symbols an ELF file's dynamic symbol table defines, or
+    with undefined=True the ones it needs (nm -D)."""
+    out = subprocess.run(["nm", "-D", "--undefined-only" if undefined else "--defined-only", path],
+                         capture_output=True, text=True, check=True).stdout
+    return {line.split()[-1].split("@")[0] for line in out.splitlines() if line.split()}
 
 
 def load(build):

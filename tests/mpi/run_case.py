@@ -446,11 +446,8 @@ def native_run(a, mpirun, env):
 def abi_symbols_lacking(exe, library):
     """The MPI functions the program needs that `library` does not define (Open MPI's libmpi_abi
     leaves out the MPI-1 caching calls), by the dynamic symbol tables (nm -D)."""
-    def symbols(path, undefined):
-        out = subprocess.run(["nm", "-D", "--undefined-only" if undefined else "--defined-only", path],
-                             capture_output=True, text=True, check=True).stdout
-        return {line.split()[-1].split("@")[0] for line in out.splitlines() if line.split()}
-    return sorted(s for s in symbols(exe, True) - symbols(library, False) if re.match(r"P?MPIX?_", s))
+    lacking = mpi_config.dynamic_symbols(exe, undefined=True) - mpi_config.dynamic_symbols(library)
+    return sorted(s for s in lacking if re.match(r"P?MPIX?_", s))
 
 
 def main():
