@@ -390,8 +390,10 @@ def body(fn, lang, api_decl=None):
         base = role_param(fn, "window_base_out")
         note = (f"    if (rc_ == MPI_SUCCESS) rt::note_window_base(*new_, *static_cast<void* const*>({base}));\n"
                 if base and not isinstance(lang, Fortran) else "")
+        parent = role_param(fn, "parent")
+        parent_handle = lang.handle(parent, kind) if parent else "0"
         lines.append(ret(
-            f"rt::on_construct(call, [&](attrcheck::Handle* new_) {{\n"
+            f"rt::on_construct(call, {parent_handle}, [&](attrcheck::Handle* new_) {{\n"
             f"    const int rc_ = {lang.call_pmpi};\n"
             f"    *new_ = rc_ == MPI_SUCCESS ? {lang.out_handle(out, kind)} : rt::handle({NULL_HANDLE[kind]});\n"
             f"{note}"

@@ -144,7 +144,7 @@ class ReportToolTest(unittest.TestCase):
         # its own finding, however the handle values differ.
         with open(self.rank0) as f:
             parent = json.load(f)
-        self.assertEqual((parent["version"], parent["run"]["spawned"]), ("1.7", False))
+        self.assertEqual((parent["version"], parent["run"]["spawned"]), ("1.8", False))
         child = json.loads(json.dumps(parent))
         child["run"].update(job="4711", spawned=True, pid=parent["run"]["pid"] + 1)
         double = next(f for f in child["findings"] if f["rule"] == "keyval.double-free")

@@ -16,7 +16,7 @@ inline constexpr const char* kRankSchema = "attrcheck.rank-report";
 inline constexpr const char* kJournalSchema = "attrcheck.rank-journal";
 inline constexpr const char* kMergedSchema = "attrcheck.report";
 inline constexpr int kSupportedMajor = 1;
-inline constexpr const char* kVersion = "1.7";
+inline constexpr const char* kVersion = "1.8";
 // Deeper JSON than this is refused when read: nothing attrcheck writes nests past a handful of
 // levels, and the tools copy and print values recursively.
 inline constexpr int kMaxDepth = 256;

@@ -140,7 +140,7 @@ void render_summary(int fd, const RunInfo& run, const FindingStore& store) noexc
     if (!f.committed.load(std::memory_order_acquire)) continue;
     const RuleInfo& info = rule_info(f.rule);
     w.raw("==attrcheck==   ");
-    w.raw(to_string(info.severity));
+    w.raw(to_string(f.severity));
     w.raw(" ");
     w.raw(info.id);
     w.raw(" x");

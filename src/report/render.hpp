@@ -29,8 +29,24 @@ void render_finding(FdWriter& w, int rank, const Finding& f, const FindingStore&
   const RuleInfo& info = rule_info(f.rule);
   w.raw("{");
   w.key("rule"); w.str(info.id); w.raw(",");
-  w.key("severity"); w.str(to_string(info.severity)); w.raw(",");
+  w.key("severity"); w.str(to_string(f.severity)); w.raw(",");
   w.key("message"); w.str(f.message); w.raw(",");
+  if (f.portability_series[0]) {  // "portability": {"here": ..., "differs_on": ["openmpi-5.0", ...]}
+    w.key("portability"); w.raw("{");
+    w.key("here"); w.str(f.portability_here); w.raw(",");
+    w.key("differs_on"); w.raw("[");
+    char id[32];
+    for (const char *p = f.portability_series, *end; *p; p = *end ? end + 1 : end) {
+      end = p;
+      while (*end && *end != ' ') ++end;
+      const std::size_t n = static_cast<std::size_t>(end - p) < sizeof id ? static_cast<std::size_t>(end - p) : sizeof id - 1;
+      for (std::size_t i = 0; i < n; ++i) id[i] = p[i];
+      id[n] = '\0';
+      if (p != f.portability_series) w.raw(",");
+      w.str(id);
+    }
+    w.raw("]},");
+  }
   w.key("hint"); w.str(f.hint); w.raw(",");
   w.key("call"); w.str(f.call); w.raw(",");
   w.key("rank"); w.num(rank); w.raw(",");

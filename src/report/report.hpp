@@ -17,7 +17,7 @@
 namespace attrcheck {
 
 inline constexpr char kReportSchema[] = "attrcheck.rank-report";
-inline constexpr char kReportVersion[] = "1.7";
+inline constexpr char kReportVersion[] = "1.8";
 inline constexpr char kToolVersion[] = "0.1.0";
 
 // Copies `src` (null: "") into `dst`, truncating to `size` - 1 characters; no allocation.
@@ -108,6 +108,11 @@ struct FindingInput {
   void* const* python_frames = nullptr;
   int python_depth = 0;
   bool no_stack = false;  // a fact about the run, not about a place in the program: no stack
+  int severity = -1;      // the finding's own severity (a Severity), or -1: its rule's
+  // A portability finding's: the answer here, and the release series (ids, separated by spaces)
+  // where the answer differs.
+  const char* portability_here = nullptr;
+  const char* portability_series = nullptr;
 };
 
 struct Finding {
@@ -117,6 +122,7 @@ struct Finding {
   // after it adds is the difference ("gathered_count" in the JSON, for the merge).
   std::atomic<std::uint64_t> gathered{0};
   Rule rule = Rule::Count;
+  Severity severity = Severity::Error;  // its rule's, or the finding's own (FindingInput::severity)
   const void* site = nullptr;
   bool site_is_entry = false;
   const void* python_site = nullptr;  // the innermost Python frame's word, or null
@@ -132,7 +138,9 @@ struct Finding {
   char call[64] = {};
   char object_name[32] = {};
   char message[384] = {};
-  char hint[192] = {};
+  char hint[256] = {};
+  char portability_here[48] = {};     // FindingInput's portability_here, or empty
+  char portability_series[128] = {};  // ... portability_series
   char symbol[192] = {};
   char module[192] = {};
   StackRec stack;                    // where: the calling stack, attrcheck and MPI frames trimmed

@@ -137,6 +137,10 @@ void FindingStore::record_impl(const FindingInput& in, bool signal_safe) noexcep
   }
   Finding& f = *new (&entries_[slot]) Finding;  // plain stores into the mapping: signal-safe
   f.rule = in.rule;
+  f.severity = in.severity >= 0 && in.severity <= static_cast<int>(Severity::Info) ? static_cast<Severity>(in.severity)
+                                                                                 : info.severity;
+  copy_str(f.portability_here, sizeof f.portability_here, in.portability_here);
+  copy_str(f.portability_series, sizeof f.portability_series, in.portability_series);
   f.site = in.site;
   f.site_is_entry = in.site_is_entry;
   f.python_site = python_site;
@@ -258,7 +262,7 @@ void FindingStore::counts(std::uint64_t out[3]) const noexcept {
   for (std::size_t i = 0; i < n; ++i) {
     const Finding& f = entries_[i];
     if (!f.committed.load(std::memory_order_acquire)) continue;
-    out[static_cast<int>(rule_info(f.rule).severity)] += f.count.load(std::memory_order_relaxed);
+    out[static_cast<int>(f.severity)] += f.count.load(std::memory_order_relaxed);
   }
 }
 

@@ -55,7 +55,9 @@ int on_set_attr(const Call& call, Handle object, int keyval, std::uint64_t value
 int on_get_attr(const Call& call, Handle object, int keyval, void* value_out, int* flag, const FnRef<int()>& forward);
 int on_delete_attr(const Call& call, Handle object, int keyval, const FnRef<int()>& forward);
 int on_dup(const Call& call, Handle object, const FnRef<int(Handle*)>& forward, const FnRef<void()>& undo);
-int on_construct(const Call& call, const FnRef<int(Handle*)>& forward);
+// `parent`: the object a constructor makes the new one from whose attributes some libraries copy
+// (the spec's role parent), or 0.
+int on_construct(const Call& call, Handle parent, const FnRef<int(Handle*)>& forward);
 // The base address a window constructor returned (MPI_Win_allocate's baseptr), for the answer
 // to MPI_WIN_BASE on that window (hooks/window_base.cpp).
 void note_window_base(Handle win, const void* base) noexcept;

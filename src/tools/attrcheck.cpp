@@ -1,6 +1,7 @@
 // attrcheck: run an MPI program under the attribute-caching checker (see usage below).
 // Preloads the runtime into the command's processes, waits for the command, then merges the
 // ranks' reports (in this process: the report library) and prints the summary.
+#include "runtime/profile/mpi_profile_table.hpp"
 #include "merge/load.hpp"
 #include "merge/merge.hpp"
 #include "tools/report/outputs.hpp"
@@ -73,6 +74,7 @@ struct Options {
   std::string suppressions = env_or("ATTRCHECK_SUPPRESSIONS", "");
   std::string stack_depth = env_or("ATTRCHECK_STACK_DEPTH", "16");
   std::string provenance = env_or("ATTRCHECK_PROVENANCE", "stack");
+  std::string portable_to = env_or("ATTRCHECK_PORTABLE_TO", "");
   bool no_default_suppressions = false;
   bool probe_library = false;
   std::string profile;  // --probe-library: the release profile to compare with
@@ -92,7 +94,7 @@ const std::map<std::string, std::vector<std::string>>& choices() {
 // is not an option (nor an option's value).
 std::vector<std::string> parse(int argc, char** argv, Options& o) {
   static const char* const kValued[] = {"--mode", "--output", "--on-error", "--fail-on", "--suppressions",
-                                        "--stack-depth", "--provenance", "--profile", "--preload-first"};  // (help: below)
+                                        "--stack-depth", "--provenance", "--portable-to", "--profile", "--preload-first"};  // (help: below)
   static const char* const kFlags[] = {"--no-default-suppressions", "--probe-library", "-h", "--help", "--version"};
   std::vector<std::string> options, command;
   int i = 1;
@@ -148,6 +150,11 @@ std::vector<std::string> parse(int argc, char** argv, Options& o) {
        "KIND fun, lib, src or at (see README, Suppressions)\n"
        "(environment: ATTRCHECK_SUPPRESSIONS)"},
       {"--stack-depth", &o.stack_depth, "N", "frames recorded per stack, 0..16 (default 16)\n(environment: ATTRCHECK_STACK_DEPTH)"},
+      {"--portable-to", &o.portable_to, "SERIES,...",
+       "release series the program must behave the same on (all, or ids\n"
+       "such as openmpi-5.0,mpich-4.2: see --probe-library's profiles):\n"
+       "the portability findings that concern them are warnings, not info\n"
+       "(environment: ATTRCHECK_PORTABLE_TO)"},
       {"--provenance", &o.provenance, "WHAT",
        "what keyval creations and frees record for findings: stack\n"
        "(default: the whole stack, a few microseconds each) or site (the\n"
@@ -170,7 +177,8 @@ std::vector<std::string> parse(int argc, char** argv, Options& o) {
                "any differ");
   app.add_option("--profile", o.profile,
                  "with --probe-library: compare with this release profile\n"
-                 "(openmpi-4.1, openmpi-5.0, mpich-4.0, mpich-4.2) instead")
+                 "(openmpi-4.1, openmpi-5.0, openmpi-6.0, mpich-4.0, mpich-4.2,\n"
+                 "mpich-5.0) instead")
       ->type_name("ID");
   app.get_formatter()->column_width(28);
   std::vector<std::string> args(options.rbegin(), options.rend());  // CLI11 parses a reversed vector
@@ -194,6 +202,21 @@ std::vector<std::string> parse(int argc, char** argv, Options& o) {
   if (o.stack_depth.empty() || o.stack_depth.size() > 4 ||
       o.stack_depth.find_first_not_of("0123456789") != std::string::npos || std::stoi(o.stack_depth) > 16)
     die("--stack-depth must be a number of frames from 0 to 16 (got '" + o.stack_depth + "')");
+  if (!o.portable_to.empty() && o.portable_to != "all") {
+    for (std::size_t at = 0; at <= o.portable_to.size();) {
+      const std::size_t j = std::min(o.portable_to.find(',', at), o.portable_to.size());
+      const std::string id = o.portable_to.substr(at, j - at);
+      bool known = false;
+      std::string list;
+      for (const attrcheck::rt::ReleaseProfile& r : attrcheck::rt::kReleases) {
+        if (r.library == attrcheck::rt::Library::Unknown) continue;
+        known = known || id == r.id;
+        list += std::string(list.empty() ? "" : ", ") + r.id;
+      }
+      if (!known) die("--portable-to: '" + id + "' is no release series (all, or any of " + list + ")");
+      at = j + 1;
+    }
+  }
   if (!o.profile.empty() && !o.probe_library) die("--profile goes with --probe-library");
   if (command.empty() && !o.probe_library) die("no command given (usage: attrcheck [options] -- COMMAND...)");
   return command;
@@ -414,6 +437,7 @@ int main(int argc, char** argv) {
   env["ATTRCHECK_ON_ERROR"] = o.on_error;
   env["ATTRCHECK_STACK_DEPTH"] = o.stack_depth;
   env["ATTRCHECK_PROVENANCE"] = o.provenance;
+  if (!o.portable_to.empty()) env["ATTRCHECK_PORTABLE_TO"] = o.portable_to;
   env["ATTRCHECK_RANK_SUMMARY"] = "0";  // the launcher prints the merged summary instead
 
   DirectoryMerge how;

@@ -72,6 +72,15 @@ A case is a C, C++ or Fortran program whose first comment lines (// or !) say wh
                                                program built for the standard ABI, --standard-abi),
                                                and only in MODE if given:
                                                where the program itself runs into what differs
+  // expect-portable-on TARGET[/MODE]: RULE SERIES...
+                                               on that library or release series (as expect-on),
+                                               a RULE finding (portability.*) names exactly these
+                                               release series as where the program would behave
+                                               otherwise ('differs_on')
+  // portable-to: SERIES,...                     run with --portable-to SERIES,...
+  // expect-severity: RULE SEVERITY              every RULE finding has this severity
+  // gate-fails-on: SEVERITY                     `attrcheck-report gate --fail-on SEVERITY` fails on
+                                               the merged report (exit 1)
   // divergence: ID...                           known library divergences (src/runtime/profile/mpi_profile.def)
                                                the program runs into: where the built library's
                                                profile lists one, shadow mode must say so in one
@@ -241,7 +250,8 @@ def header(source):
             "env": {}, "divergence": [], "intercepted": [], "expect_unless": [], "expect_if": [], "status": None,
             "processes": None, "everywhere": [], "messages": [], "where": [], "at": [], "provenance": [],
             "skip_on": {}, "rank_symbolized": [], "expect_on": [], "native_skip": None, "hangs_on": {}, "ranks": [], "counts": [],
-            "files": None, "created": None, "gathered_left": None}
+            "files": None, "created": None, "gathered_left": None, "portable_on": [], "portable_to": None,
+            "severities": [], "gate_fails_on": None}
     with open(source) as f:
         for line in f:
             line = line.strip()
@@ -308,6 +318,17 @@ def header(source):
                 spec["provenance"].append((rule, at, what))
             elif body.startswith("rank-symbolized:"):
                 spec["rank_symbolized"].append(body.split(":", 1)[1].split())
+            elif body.startswith("expect-portable-on "):
+                target, _, rest = body[len("expect-portable-on "):].partition(":")
+                rule, *series = rest.split()
+                spec["portable_on"].append((target.strip(), rule, sorted(series)))
+            elif body.startswith("portable-to:"):
+                spec["portable_to"] = body.split(":", 1)[1].strip()
+            elif body.startswith("expect-severity:"):
+                rule, severity = body.split(":", 1)[1].split()
+                spec["severities"].append((rule, severity))
+            elif body.startswith("gate-fails-on:"):
+                spec["gate_fails_on"] = body.split(":", 1)[1].strip()
             elif body.startswith("expect-on "):
                 library, _, rules = body[len("expect-on "):].partition(":")
                 spec["expect_on"].append((library.strip(), rules.split()))
@@ -506,6 +527,15 @@ def check_case(a):
             return 1
         if library in targets and mode in ("", a.mode):
             spec["expect"] = spec["expect"] + rules
+    portable = []  # (rule, series) this run must name
+    for target, rule, series in spec["portable_on"]:
+        library, _, mode = target.partition("/")
+        if library.removesuffix("standard-abi").removesuffix("-") not in profiles and library != "standard-abi":
+            print(f"FAIL: expect-portable-on names {library}, which is no library or release profile", file=sys.stderr)
+            return 1
+        if library in targets and mode in ("", a.mode):
+            portable.append((rule, series))
+            spec["expect"] = spec["expect"] + [rule]
     if spec["exit"] == "without-finalize":
         spec["exit"] = cfg.profile["exit_without_finalize"]
     shutil.rmtree(a.workdir, ignore_errors=True)
@@ -531,7 +561,10 @@ def check_case(a):
             return SKIP
         if native.returncode != 0:
             failures.append(f"native run failed with {native.returncode}: {native.stderr[-2000:]}")
-    cmd = [a.launcher, "--mode", a.mode, "--output", out, "--fail-on", "never", "--"] + mpirun
+    cmd = [a.launcher, "--mode", a.mode, "--output", out, "--fail-on", "never"]
+    if spec["portable_to"]:
+        cmd += ["--portable-to", spec["portable_to"]]
+    cmd += ["--"] + mpirun
     watch = None
     if spec["created"] is not None:
         os.makedirs(out)
@@ -658,6 +691,21 @@ def check_case(a):
         if not any(f["rule"] == rule and text in f.get("message", "") for f in merged["findings"]):
             failures.append(f"no {rule} finding says '{text}' (got: "
                             f"{[f.get('message') for f in merged['findings'] if f['rule'] == rule]})")
+    for rule, series in portable:
+        named = [sorted((f.get("portability") or {}).get("differs_on", [])) for f in merged["findings"]
+                 if f["rule"] == rule]
+        if series not in named:
+            failures.append(f"no {rule} finding names exactly {series} (got {named})")
+    for rule, severity in spec["severities"]:
+        got = sorted({f.get("severity") for f in merged["findings"] if f["rule"] == rule})
+        if got != [severity]:
+            failures.append(f"{rule} findings should be {severity}, are {got}")
+    if spec["gate_fails_on"]:
+        g = subprocess.run([tool, "gate", "--fail-on", spec["gate_fails_on"], os.path.join(out, "report.json")],
+                           capture_output=True, text=True, timeout=TIMEOUT)
+        if g.returncode != 1:
+            failures.append(f"attrcheck-report gate --fail-on {spec['gate_fails_on']} exited {g.returncode}, "
+                            f"expected 1: {g.stdout[-500:]}{g.stderr[-500:]}")
     for rule, function in spec["where"]:
         sites = [(f.get("site") or {}).get("function") for f in merged["findings"] if f["rule"] == rule]
         if not sites or any(s != function for s in sites):

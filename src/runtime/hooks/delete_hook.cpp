@@ -145,8 +145,24 @@ namespace {
   if (!enter(call, &rc)) return rc == kPassThrough ? forward() : rc;
   Runtime& r = state();
   const ObjectKind kind = call.api->kind;
-  if (in_callback_for(kind, h)) return reentrant(call, kind, h);
+  if (in_callback_for(kind, h)) {
+    if (kind == ObjectKind::Comm && in_free_callback_for(kind, h)) {
+      // What MPI_Comm_free does without attrcheck, which refuses this delete, differs between
+      // libraries (mpi_profile.def: delete-attribute-in-free-callback).
+      const char* here = library_error_class("delete-attribute-in-free-callback");
+      FindingInput in = finding(Rule::Count, call);
+      in.has_keyval = true;
+      in.keyval = key;
+      in.has_object = true;
+      in.kind = kind;
+      in.object = h;
+      in.object_name = object_name(kind, h);
+      depended_on_class(Question::DeleteInFreeCallback, in, here ? here : "unprobed", "MPI_Comm_free");
+    }
+    return reentrant(call, kind, h);
+  }
   if (unchecked(kind, &h, &key)) return forward();
+  if (g_constructed_copies.load(std::memory_order_acquire)) forget_constructed_key(kind, h, to_engine_key(key));
   int engine_key = 0, present = 0;
   t_state.ctx.adopted.set = false;
   Result res = check_modify(call, h, key, &engine_key, &present);

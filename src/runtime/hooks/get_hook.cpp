@@ -68,11 +68,15 @@ int on_get_attr(const Call& call, Handle h, int key, void* value_out, int* flag,
       check_window_base(call, h, value_out, flag);
     return rc;
   }
+  // (A get that depends on what the object's constructor copied is not cached: each site is seen.)
+  const bool constructed = g_constructed_copies.load(std::memory_order_acquire) &&
+                           note_constructed_get(call, kind, h, engine_key, key, model_flag != 0);
   if (truncated) {
     FindingInput in = finding(Rule::AttrTruncated, call);
     in.has_keyval = true;
     in.keyval = key;
     report(in);
+  } else if (constructed) {
   } else if (QueryCache::Entry* q = remember_query(kind, as, h, key, engine_key, layout)) {
     QueryCache::remember_answer(*q, version, model, model_flag);
   }

@@ -18,6 +18,8 @@
 #include "runtime/process/findings.hpp"
 #include "runtime/process/keyvals.hpp"
 #include "runtime/process/library.hpp"
+#include "runtime/process/portability.hpp"
+#include "runtime/process/constructor_copies.hpp"
 #include "runtime/process/objects.hpp"
 #include "runtime/process/provenance.hpp"
 #include "runtime/process/state.hpp"

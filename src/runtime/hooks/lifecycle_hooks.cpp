@@ -142,6 +142,11 @@ void world_attributes_left(void* context) {
     add_provenance(in, storage, "attribute set", a.set_at);
     add_keyval_provenance(in, storage, a.keyval, false);
     report(in);
+    // Whether its delete callback runs at all is the library's choice: both modes do what this
+    // one does (finalize_options).
+    depended_on(Question::WorldDeletedAtFinalize, in, release_facts().world_attributes_deleted_at_finalize,
+                "MPI_Finalize runs this attribute's delete callback on MPI_COMM_WORLD",
+                "MPI_Finalize leaves MPI_COMM_WORLD's attributes: this delete callback never runs");
   }
 }
 }  // namespace

@@ -189,7 +189,7 @@ int on_dup(const Call& call, Handle old, const FnRef<int(Handle*)>& forward, con
   return rc;
 }
 
-int on_construct(const Call& call, const FnRef<int(Handle*)>& forward) {
+int on_construct(const Call& call, Handle parent, const FnRef<int(Handle*)>& forward) {
   CallScope scope(call);
   int rc;
   Handle fresh = 0;
@@ -199,6 +199,7 @@ int on_construct(const Call& call, const FnRef<int(Handle*)>& forward) {
   if (r.mode == Mode::Emulate) {
     rc = forward(&fresh);
     if (rc == MPI_SUCCESS) register_new(kind, fresh, origin_site(call));
+    if (rc == MPI_SUCCESS && fresh != null_handle(kind)) note_constructed(call, kind, parent, fresh);
     return rc;
   }
   ReplayScope replay(call, false);
@@ -219,6 +220,7 @@ int on_construct(const Call& call, const FnRef<int(Handle*)>& forward) {
       divergence(call, "copied an attribute onto the new object, which this call must not do", true, rec->user_id,
                  DivergenceSite::CopiesAttributes);
     }
+    note_constructed(call, kind, parent, fresh);
   }
   replay.finish();  // copy callbacks it ran for objects it did not return are reported here
   return rc;

@@ -78,6 +78,7 @@ int on_set_attr(const Call& call, Handle h, int key, std::uint64_t word, const F
   const ObjectKind kind = call.api->kind;
   if (in_callback_for(kind, h)) return reentrant(call, kind, h);
   if (unchecked(kind, &h, &key)) return forward();
+  if (g_constructed_copies.load(std::memory_order_acquire)) forget_constructed_key(kind, h, to_engine_key(key));
   const Origin origin = origin_site(call);
   if (r.mode == Mode::Emulate) return emulate_set(call, h, key, word, origin);
   int engine_key = 0;

@@ -14,6 +14,7 @@
 #include "runtime/process/chain.hpp"
 #include "runtime/process/call_counts.hpp"
 #include "runtime/process/fast_state.hpp"
+#include "runtime/process/portability.hpp"
 #include "runtime/process/rank_report.hpp"
 
 namespace attrcheck::rt {
@@ -84,6 +85,8 @@ bool set_output(Runtime& r, const char* v) {
   return true;
 }
 
+bool set_portable_to(Runtime& r, const char* v) { return parse_portable_to(v, &r.portable_to); }
+
 constexpr Flag kFlags[] = {
     {"ATTRCHECK_MODE", "shadow, emulate, off", set_mode},
     {"ATTRCHECK_ON_ERROR", "report, errhandler, abort", set_on_error},
@@ -92,6 +95,7 @@ constexpr Flag kFlags[] = {
     {"ATTRCHECK_RANK_SUMMARY", "1 or 0: each rank prints its summary on stderr", set_rank_summary},
     {"ATTRCHECK_PROVENANCE", "stack or site: what keyval creations and frees record", set_provenance},
     {"ATTRCHECK_SYMBOLIZE", "1 or 0: name the report's frames in the process at MPI_Finalize", set_symbolize},
+    {"ATTRCHECK_PORTABLE_TO", nullptr, set_portable_to},
     {"ATTRCHECK_GATHER_TIMEOUT", "seconds a rank waits to gather the job's report at MPI_Finalize (0: every rank "
      "writes its own)", set_gather_timeout},
     // Testing only: lower capacities, to test what happens at them (tool.limit) quickly.
@@ -123,7 +127,7 @@ Runtime& create_state() noexcept {
     for (const Flag& f : kFlags) {
       const char* v = std::getenv(f.env);
       if (v && !f.apply(*rt, v))
-        std::fprintf(stderr, "attrcheck: %s='%s' is not valid (expected %s); using the default\n", f.env, v, f.values);
+        std::fprintf(stderr, "attrcheck: %s='%s' is not valid (expected %s); using the default\n", f.env, v, f.values ? f.values : portable_to_values());
     }
     std::snprintf(rt->run.mode, sizeof rt->run.mode, "%s", mode_name(rt->mode));
     std::snprintf(rt->run.on_error, sizeof rt->run.on_error, "%s", on_error_name(rt->on_error));

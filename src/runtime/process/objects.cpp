@@ -10,6 +10,7 @@
 // library's headers against wrappers/mpi.json), and a handle a copy or delete callback is running
 // for is live whatever the tool saw before.
 #include "runtime/process/objects.hpp"
+#include "runtime/process/constructor_copies.hpp"
 
 #include <mutex>
 #include <string>
@@ -99,12 +100,14 @@ void note_freed(ObjectKind kind, Handle h) {
   auto& set = r.freed[static_cast<int>(kind)];
   if (set.size() > 100000) set.clear();  // bounded: forget the oldest knowledge wholesale
   set.insert(h);
+  forget_constructed(kind, h);
 }
 
 void note_created(ObjectKind kind, Handle h) {
   Runtime& r = state();
   std::lock_guard<std::mutex> lock(r.freed_mu);
   r.freed[static_cast<int>(kind)].erase(h);
+  forget_constructed(kind, h);
 }
 
 bool live_object(ObjectKind kind, Handle h) noexcept {

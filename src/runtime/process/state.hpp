@@ -37,6 +37,9 @@ struct Runtime {
   bool provenance_python_stacks = false;
   bool symbolize = true;  // name the report's frames in-process at MPI_Finalize (report/symbolize.hpp)
   std::uint32_t max_keyvals = 0, max_objects = 0;  // testing: lower engine capacities (0: its own)
+  // The release series (a bit per rt::Release) whose portability findings are warnings
+  // (ATTRCHECK_PORTABLE_TO: portability.hpp).
+  std::uint32_t portable_to = 0;
   // How long a rank takes part in gathering the job's report at MPI_Finalize (gather.hpp); 0: no
   // gather, every rank writes its own report.
   int gather_timeout_ms = 30000;

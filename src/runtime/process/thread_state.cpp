@@ -2,6 +2,8 @@
 // callback frames walked, and the thread's identity.
 #include "runtime/process/thread_state.hpp"
 
+#include <strings.h>
+
 #include "runtime/process/state.hpp"
 
 namespace attrcheck::rt {
@@ -20,6 +22,14 @@ const char* current_call_name() noexcept { return call_name_of(t_state.ctx.call)
 bool in_callback_for_slow(ObjectKind kind, Handle h) noexcept {
   for (const CbFrame* f = t_state.ctx.cb_top; f && f != &kUnchecked; f = f->outer)
     if (f != &kInFortran && f->kind == kind && f->object == h) return true;
+  return false;
+}
+
+bool in_free_callback_for(ObjectKind kind, Handle h) noexcept {
+  static const char* const frees[] = {"MPI_Comm_free", "MPI_Type_free", "MPI_Win_free"};
+  for (const CbFrame* f = t_state.ctx.cb_top; f && f != &kUnchecked; f = f->outer)
+    if (f != &kInFortran && f->kind == kind && f->object == h && !f->copy && f->call && f->call->api)
+      return !strcasecmp(f->call->api->name, frees[static_cast<int>(kind)]);
   return false;
 }
 

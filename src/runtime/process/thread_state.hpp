@@ -113,6 +113,8 @@ bool in_teardown_callback_slow() noexcept;
 inline bool in_callback_for(ObjectKind kind, Handle h) noexcept {  // on this thread
   return t_state.ctx.cb_top && in_callback_for_slow(kind, h);
 }
+// Whether a delete callback an intercepted free of the object (MPI_Comm_free ...) ran is running.
+bool in_free_callback_for(ObjectKind kind, Handle h) noexcept;
 inline bool in_teardown_callback() noexcept {  // a callback of MPI_Finalize's teardown
   return t_state.ctx.cb_top && in_teardown_callback_slow();
 }

@@ -81,6 +81,10 @@ bool release_probed() noexcept;
 // nobody has recorded: reported all the same).
 const KnownDivergence* known_divergence(DivergenceSite site, const char* call) noexcept;
 
+// The error class the running release returns itself in `situation` (its ERROR_CLASS entry:
+// "MPI_ERR_OTHER", "abort" ...), or nullptr if its probe did not ask.
+const char* library_error_class(const char* situation) noexcept;
+
 // What the running release does, asked where it matters (set by check_library).
 struct ReleaseFacts {
   // Fortran delete callbacks get the object's own handle (no fortran-delete-callback-wrong-handle):

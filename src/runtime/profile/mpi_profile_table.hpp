@@ -8,6 +8,7 @@
 
 namespace attrcheck::rt {
 
+#define PORTABILITY(...)
 #define LIBRARY(Enum, ...) Enum,
 #define RELEASE(...)
 #define DIVERGENCE(...)
@@ -146,7 +147,7 @@ inline constexpr Seen kSeen[] = {
 #undef SEEN
 #undef ERROR_CLASS
 
-// The error class a release series returns itself in a situation.
+// The error class a release series returns itself in a situation ("abort": it aborts).
 struct LibraryErrorClass {
   Release release;
   const char* situation;
@@ -163,6 +164,31 @@ inline constexpr LibraryErrorClass kErrorClasses[] = {
 #undef BEHAVIOUR
 #undef SEEN
 #undef ERROR_CLASS
+#undef PORTABILITY
+
+// A question a run can be seen to depend on (PORTABILITY): its rule is portability.QUESTION
+// (checks/rules.def expands the same statements), in the same order.
+struct PortabilityQuestion {
+  const char* question;  // a divergence or behaviour id, or an error-class situation
+  const char* hint;
+};
+#define LIBRARY(...)
+#define RELEASE(...)
+#define DIVERGENCE(...)
+#define BEHAVIOUR(...)
+#define SEEN(...)
+#define ERROR_CLASS(...)
+#define PORTABILITY(Enum, question, hint) {question, hint},
+inline constexpr PortabilityQuestion kPortability[] = {
+#include "runtime/profile/mpi_profile.def"
+};
+#undef LIBRARY
+#undef RELEASE
+#undef DIVERGENCE
+#undef BEHAVIOUR
+#undef SEEN
+#undef ERROR_CLASS
+#undef PORTABILITY
 
 // Compares dotted versions numerically ("4.10" after "4.2"; a missing part is 0; what follows the
 // numbers, such as "rc1", is ignored).

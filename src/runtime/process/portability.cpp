@@ -1,0 +1,181 @@
+// The portability findings (portability.hpp): which release series answer a question otherwise,
+// read from the profile tables, and the finding that names them.
+#include "runtime/process/portability.hpp"
+
+#include <cstring>
+
+#include "runtime/process/abi.hpp"
+#include "runtime/process/state.hpp"
+
+namespace attrcheck::rt {
+
+namespace {
+
+constexpr std::size_t kQuestions = sizeof kPortability / sizeof kPortability[0];
+constexpr std::size_t kReleaseCount = sizeof kReleases / sizeof kReleases[0];
+static_assert(kReleaseCount <= 32, "Runtime::portable_to holds a bit per release series");
+
+// portability.QUESTION's rule: the PORTABILITY statements are the last rules (rules.def).
+Rule rule_of(Question q) noexcept {
+  return static_cast<Rule>(kRuleCount - static_cast<int>(kQuestions) + static_cast<int>(q));
+}
+
+// The release series attrcheck compares with: every known one.
+template <typename F>
+void for_each_series(F&& f) {
+  for (const ReleaseProfile& r : kReleases)
+    if (r.library != Library::Unknown) f(r);
+}
+
+// What the release's profile answers to a situation (its ERROR_CLASS), or nullptr if unprobed.
+const char* class_of(const ReleaseProfile& r, const char* situation) noexcept {
+  for (const LibraryErrorClass& e : kErrorClasses)
+    if (e.release == r.release && !std::strcmp(e.situation, situation)) return e.error_class;
+  return nullptr;
+}
+
+// "here" as the finding names it: the running series, or attrcheck's cache in emulate mode.
+void put_here(Appender& a) {
+  if (state().mode == Mode::Emulate) {
+    a.put("here (attrcheck's cache, emulate mode, on ");
+  } else {
+    a.put("here (");
+  }
+  a.put(release().id);
+  if constexpr (kStandardAbi) a.put(", the standard ABI");
+  a.put(")");
+}
+
+void report_portability(Question q, FindingInput& in, const char* detail, const char* here, const char* series,
+                        std::uint32_t mask) {
+  in.rule = rule_of(q);
+  in.detail = detail;
+  in.portability_here = here;
+  in.portability_series = series;
+  in.severity = (mask & state().portable_to) ? static_cast<int>(Severity::Warning) : static_cast<int>(Severity::Info);
+  report(in);
+}
+
+// What a situation's answer means, after the call's name: "returns MPI_ERR_INTERN".
+void put_outcome(Appender& a, const char* call, const char* cls) {
+  if (!std::strcmp(cls, "abort")) {
+    a.put("the process aborts in ");
+    a.put(call);
+  } else if (!std::strcmp(cls, "MPI_SUCCESS")) {
+    a.put(call);
+    a.put(" succeeds");
+  } else {
+    a.put(call);
+    a.put(" fails with ");
+    a.put(cls);
+  }
+}
+
+}  // namespace
+
+void depended_on(Question q, FindingInput in, bool here, const char* if_yes, const char* if_no) {
+  const char* question = kPortability[static_cast<std::size_t>(q)].question;
+  char series[128] = "", shown[160] = "";
+  Appender s{series, sizeof series}, listed{shown, sizeof shown};
+  std::uint32_t mask = 0;
+  for_each_series([&](const ReleaseProfile& r) {
+    if (release_has(r, question) == here) return;
+    if (mask) s.put(" "), listed.put(", ");
+    s.put(r.id);
+    listed.put(r.id);
+    mask |= 1u << static_cast<unsigned>(r.release);
+  });
+  if (!mask) return;  // every series does what this run did
+  char detail[384];
+  Appender a{detail, sizeof detail};
+  put_here(a);
+  a.put(" ");
+  a.put(here ? if_yes : if_no);
+  a.put("; on ");
+  a.put(shown);
+  a.put(" ");
+  a.put(here ? if_no : if_yes);
+  report_portability(q, in, detail, here ? "yes" : "no", series, mask);
+}
+
+void depended_on_class(Question q, FindingInput in, const char* here, const char* call) {
+  const char* situation = kPortability[static_cast<std::size_t>(q)].question;
+  char series[128] = "";
+  Appender s{series, sizeof series};
+  std::uint32_t mask = 0;
+  for_each_series([&](const ReleaseProfile& r) {
+    const char* cls = class_of(r, situation);
+    if (!cls || !std::strcmp(cls, here)) return;
+    if (mask) s.put(" ");
+    s.put(r.id);
+    mask |= 1u << static_cast<unsigned>(r.release);
+  });
+  if (!mask) return;
+  char detail[384];
+  Appender a{detail, sizeof detail};
+  put_here(a);
+  a.put(" ");
+  put_outcome(a, call, here);
+  // The other answers, each once, with the series that give it.
+  const char* done[kReleaseCount] = {};
+  std::size_t n_done = 0;
+  for_each_series([&](const ReleaseProfile& r) {
+    const char* cls = class_of(r, situation);
+    if (!cls || !std::strcmp(cls, here)) return;
+    for (std::size_t i = 0; i < n_done; ++i)
+      if (!std::strcmp(done[i], cls)) return;
+    done[n_done++] = cls;
+    a.put("; on ");
+    bool first = true;
+    for_each_series([&](const ReleaseProfile& o) {
+      const char* c = class_of(o, situation);
+      if (!c || std::strcmp(c, cls)) return;
+      if (!first) a.put(", ");
+      first = false;
+      a.put(o.id);
+    });
+    a.put(" ");
+    put_outcome(a, call, cls);
+  });
+  report_portability(q, in, detail, here, series, mask);
+}
+
+bool parse_portable_to(const char* text, std::uint32_t* out) noexcept {
+  std::uint32_t mask = 0;
+  if (!std::strcmp(text, "all")) {
+    for_each_series([&](const ReleaseProfile& r) { mask |= 1u << static_cast<unsigned>(r.release); });
+    *out = mask;
+    return true;
+  }
+  for (const char* p = text;;) {
+    const char* end = std::strchr(p, ',');
+    const std::size_t n = end ? static_cast<std::size_t>(end - p) : std::strlen(p);
+    bool known = false;
+    for_each_series([&](const ReleaseProfile& r) {
+      if (std::strlen(r.id) == n && !std::strncmp(r.id, p, n)) {
+        mask |= 1u << static_cast<unsigned>(r.release);
+        known = true;
+      }
+    });
+    if (!known) return false;
+    if (!end) break;
+    p = end + 1;
+  }
+  *out = mask;
+  return true;
+}
+
+const char* portable_to_values() noexcept {
+  static char values[256] = "";
+  if (!values[0]) {
+    Appender a{values, sizeof values};
+    a.put("all, or release series separated by commas:");
+    for_each_series([&](const ReleaseProfile& r) {
+      a.put(" ");
+      a.put(r.id);
+    });
+  }
+  return values;
+}
+
+}  // namespace attrcheck::rt
