@@ -2,7 +2,6 @@
 // portable-to: all
 // clean
 // exit: 0
-// native: same-stdout
 // divergence: create-group-copies-attributes
 /* A program that depends on nothing the libraries do differently draws no portability finding,
  * even with --portable-to all: its MPI_COMM_WORLD cleanup is deleted by its MPI_COMM_SELF hook
@@ -11,7 +10,6 @@
  * uses the MPI-2 names. (Open MPI 4.1 and 5.0 copy the attribute onto the communicator from
  * MPI_Comm_create_group, the library's divergence, noted: the program sets its own there.) */
 #include <mpi.h>
-#include <stdio.h>
 
 static int world_key = MPI_KEYVAL_INVALID, self_key = MPI_KEYVAL_INVALID;
 
@@ -45,14 +43,14 @@ int main(int argc, char** argv) {
   MPI_Comm copy;
   MPI_Comm_dup(dup, &copy);
   MPI_Comm_get_attr(copy, key, &value, &flag); /* the dup family copies everywhere */
-  printf("dup copied: %d\n", flag);
+  if (!flag) return 1;
   MPI_Group group;
   MPI_Comm_group(copy, &group);
   MPI_Comm_create_group(copy, group, 5, &made);
   MPI_Group_free(&group);
   MPI_Comm_set_attr(made, key, &payload); /* set here: whatever the constructor carried */
   MPI_Comm_get_attr(made, key, &value, &flag);
-  printf("set on the new one: %d\n", flag);
+  if (!flag) return 1;
   MPI_Comm_free(&made);
   MPI_Comm_free(&copy);
   MPI_Comm_free(&dup);
