@@ -85,7 +85,7 @@ TEST(Symbolize, NamesSitesAndFramesInProcess) {
 
   EXPECT_GT(symbolize_findings(store), 0u);
   const nlohmann::json report = render(run, store);
-  EXPECT_EQ(report["version"], "1.7");
+  EXPECT_EQ(report["version"], "1.8");
   EXPECT_EQ(site_of(report, "first.entry").value("function", ""), "exported_first");
   EXPECT_EQ(site_of(report, "third.entry").value("function", ""), "exported_third");
   EXPECT_EQ(site_of(report, "third.inside").value("function", ""), "exported_third");

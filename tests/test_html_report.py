@@ -77,6 +77,19 @@ class HtmlReportTest(unittest.TestCase):
         self.assertEqual(len(self.rows(dom)), FINDINGS)
         self.assertIn("main (demo.c:", dom)
 
+    def test_portability_matrix_shows_behaviours_by_series(self):
+        # The demo's MPI-1 calls: missing from Open MPI 6.0's standard ABI library.
+        dom = self.view()
+        self.assertIn("<h2>Portability</h2>", dom)
+        self.assertEqual(re.findall(r'<tr class="portability-row" data-rule="([^"]+)"', dom),
+                         ["portability.standard-abi-lacks-mpi1-calls"])
+        matrix = dom[dom.index('<table class="portability">'):]
+        matrix = matrix[:matrix.index("</table>")]
+        self.assertEqual(re.findall(r"<th>([^<]+)</th>", matrix), ["behaviour", "openmpi-6.0"])
+        self.assertEqual(len(re.findall(r'<td class="differs">', matrix)), 1)
+        self.assertIn("demo.c:", matrix)  # the sites
+        self.assertIn("(here: no)", matrix)
+
     def test_filters_by_rule_severity_and_rank(self):
         self.assertEqual(self.rows(self.view("rule=keyval.leak")), ["keyval.leak"])
         self.assertEqual(sorted(self.rows(self.view("severity=error"))), ["keyval.double-free", "keyval.kind-mismatch"])

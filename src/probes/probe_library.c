@@ -10,7 +10,11 @@
  * --probe-library` runs this program and prints where the answers differ from the profile of the
  * library version at hand. Run with 2 processes (the intercommunicator questions need two); only
  * rank 0 prints. The answers about MPI_Finalize are printed after it returns. Every question cleans
- * up after itself, so that the next one starts from a library in a known state. */
+ * up after itself, so that the next one starts from a library in a known state.
+ *
+ * With the argument --abort-questions it asks only the questions whose answer may be that the
+ * library aborts the process: before each it prints `asking error-class SITUATION`, so that a run
+ * that dies there answers "abort" (probe.cpp). */
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
@@ -28,8 +32,9 @@ static void error_class(const char* situation, int rc) {
   if (rc != MPI_SUCCESS) MPI_Error_class(rc, &cls);
   const char* name = cls == MPI_SUCCESS ? "MPI_SUCCESS" : cls == MPI_ERR_KEYVAL ? "MPI_ERR_KEYVAL"
                    : cls == MPI_ERR_OTHER ? "MPI_ERR_OTHER" : cls == MPI_ERR_ARG ? "MPI_ERR_ARG"
-                   : cls == MPI_ERR_COMM ? "MPI_ERR_COMM" : "another";
+                   : cls == MPI_ERR_COMM ? "MPI_ERR_COMM" : cls == MPI_ERR_INTERN ? "MPI_ERR_INTERN" : "another";
   if (rank == 0) printf("error-class %s %s\n", situation, name);
+  fflush(stdout);
 }
 
 static void probe_error_classes(void) {
@@ -419,8 +424,44 @@ static void answer_finalize(void) {
   answer("behaviour", "world-attributes-deleted-at-finalize", world_deleted > 0);
 }
 
+/* ---- questions whose answer may be an abort ---------------------------------------------------- */
+
+static int key_deleted_in_free;
+
+static int delete_another(MPI_Comm c, int key, void* v, void* extra) {
+  (void)key; (void)v; (void)extra;
+  MPI_Comm_delete_attr(c, key_deleted_in_free);
+  return MPI_SUCCESS;
+}
+
+/* What MPI_Comm_free returns when a delete callback it runs deletes another attribute of the
+ * communicator (MPICH 4.0 aborts). */
+static void probe_delete_in_free(void) {
+  MPI_Comm c;
+  int key;
+  MPI_Comm_dup(MPI_COMM_WORLD, &c);
+  MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+  MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_another, &key, NULL);
+  MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &key_deleted_in_free, NULL);
+  MPI_Comm_set_attr(c, key_deleted_in_free, NULL);
+  MPI_Comm_set_attr(c, key, NULL);
+  if (rank == 0) printf("asking error-class delete-attribute-in-free-callback\n");
+  fflush(stdout);
+  const int rc = MPI_Comm_free(&c);
+  error_class("delete-attribute-in-free-callback", rc);
+  MPI_Comm_free_keyval(&key);
+  MPI_Comm_free_keyval(&key_deleted_in_free);
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
+  if (argc > 1 && !strcmp(argv[1], "--abort-questions")) {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    probe_delete_in_free();
+    MPI_Finalize();
+    return 0;
+  }
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);

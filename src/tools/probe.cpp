@@ -188,14 +188,34 @@ int probe_library(const std::vector<std::string>& launcher_args, const std::stri
   std::map<std::string, std::string> answers;  // question -> the library's answer
   std::vector<std::string> notes;
   std::string version_text;
+  // probe_library once more with --abort-questions: the questions whose answer may be an abort.
+  std::vector<std::vector<std::string>> runs;
   for (const std::string& probe : probes) {
+    runs.push_back({probe});
+    if (probe.size() >= 14 && probe.compare(probe.size() - 14, 14, "/probe_library") == 0)
+      runs.push_back({probe, "--abort-questions"});
+  }
+  for (const std::vector<std::string>& run : runs) {
     std::vector<std::string> command = launcher;
     command.push_back("2");
-    command.push_back(probe);
+    command.insert(command.end(), run.begin(), run.end());
+    const bool may_abort = run.size() > 1;
     std::string shown;
     for (const auto& c : command) shown += (shown.empty() ? "" : " ") + c;
     std::fprintf(stderr, "attrcheck: probing: %s\n", shown.c_str());
     const Run r = run_native(command);
+    // A run that died while a question was asked answers it "abort".
+    std::string asking;
+    if (may_abort)
+      for (std::size_t at = r.out.find("asking "); at != std::string::npos; at = r.out.find("asking ", at + 1)) {
+        const std::size_t eol = r.out.find('\n', at);
+        const std::string question = r.out.substr(at + 7, eol == std::string::npos ? std::string::npos : eol - at - 7);
+        asking = r.out.find(question + " ", eol == std::string::npos ? r.out.size() : eol) == std::string::npos ? question : "";
+      }
+    if (r.status != 0 && !asking.empty() && !r.timed_out) {
+      answers[asking] = "abort";
+      continue;
+    }
     if (r.status != 0) {
       std::fprintf(stderr, "attrcheck: error: the probe %s (exit status %d)%s\n%s", shown.c_str(), r.status,
                    r.timed_out ? ", stopped after 120 s" : " failed", r.err.c_str());

@@ -4,6 +4,7 @@
 #include "merge/merge.hpp"
 
 #include <algorithm>
+#include <map>
 
 namespace attrcheck::reports {
 
@@ -225,6 +226,20 @@ std::string summary_text(const Json& report) {
       for (int i = 0; i < 5; ++i) line += " " + r[i] + std::string(widths[i] - r[i].size(), ' ') + " ";
       lines.push_back(line + " " + r[5]);
     }
+  }
+  // One line per release series where the run would differ (the portability findings' differs_on).
+  std::map<std::string, std::map<std::string, std::int64_t>> differs;  // series -> rule -> findings
+  for (const Json& f : findings)
+    for (const Json& series : array_at(object_at(f, "portability"), "differs_on"))
+      if (series.is_string()) ++differs[series.get<std::string>()][text(f, "rule")];
+  for (const auto& [series, rules] : differs) {
+    std::string line = "attrcheck: on " + series + " this run would differ:";
+    bool first = true;
+    for (const auto& [rule, n] : rules) {
+      line += std::string(first ? " " : ", ") + rule + " (" + std::to_string(n) + (n == 1 ? " site)" : " sites)");
+      first = false;
+    }
+    lines.push_back(line);
   }
   // Like a memory checker's "freed here / allocated here": where what each finding is about came from.
   bool header = false;

@@ -9,6 +9,7 @@
  * the get on a communicator from MPI_Comm_create_group finds the parent's attribute on Open MPI
  * 4.1 and 5.0 only. */
 #include <mpi.h>
+#include <stddef.h>
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);

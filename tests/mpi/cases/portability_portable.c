@@ -10,6 +10,7 @@
  * uses the MPI-2 names. (Open MPI 4.1 and 5.0 copy the attribute onto the communicator from
  * MPI_Comm_create_group, the library's divergence, noted: the program sets its own there.) */
 #include <mpi.h>
+#include <stddef.h>
 
 static int world_key = MPI_KEYVAL_INVALID, self_key = MPI_KEYVAL_INVALID;
 
