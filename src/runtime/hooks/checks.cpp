@@ -50,11 +50,16 @@ bool enter_slow(const Call& call, int* rc) {
     report(in);
     // The MPI standard ABI leaves them out (its mpi.h has nothing deprecated in MPI-3.1 or before),
     // and a library's libmpi_abi may lack them: the call exists here, since it was made.
-    if (call.api->binding == Binding::C)
-      depended_on(Question::Mpi1Calls, finding(Rule::Count, call), false,
-                  "this MPI-1 call is missing from the library's MPI standard ABI library (libmpi_abi.so.1): a "
-                  "program built for the standard ABI that calls it does not link there",
-                  "the call exists");
+    if (call.api->binding == Binding::C) {
+      char lacking[200], exists[96];
+      Appender l{lacking, sizeof lacking}, e{exists, sizeof exists};
+      l.put(call.api->name);
+      l.put(" is missing from the library's MPI standard ABI library (libmpi_abi.so.1): a program built for the "
+            "standard ABI that calls it does not link there");
+      e.put(call.api->name);
+      e.put(" exists");
+      depended_on(Question::Mpi1Calls, finding(Rule::Count, call), false, lacking, exists);
+    }
   }
   if (r.thread_level < MPI_THREAD_SERIALIZED && r.first_thread.load(std::memory_order_relaxed) != thread_token()) {
     // Below MPI_THREAD_SERIALIZED only the thread that initialised MPI may call it. The call is

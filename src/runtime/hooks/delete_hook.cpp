@@ -157,7 +157,10 @@ namespace {
       in.kind = kind;
       in.object = h;
       in.object_name = object_name(kind, h);
-      depended_on_class(Question::DeleteInFreeCallback, in, here ? here : "unprobed", "MPI_Comm_free");
+      depended_on_class(Question::DeleteInFreeCallback, in,
+                        "a delete callback of MPI_Comm_free deletes another attribute of the communicator (attrcheck "
+                        "refuses it); without attrcheck, ",
+                        here ? here : "unprobed", "MPI_Comm_free");
     }
     return reentrant(call, kind, h);
   }

@@ -20,11 +20,12 @@ Rule rule_of(Question q) noexcept {
   return static_cast<Rule>(kRuleCount - static_cast<int>(kQuestions) + static_cast<int>(q));
 }
 
-// The release series attrcheck compares with: every known one.
+// The release series attrcheck compares with: every known one, library by library, oldest first.
 template <typename F>
 void for_each_series(F&& f) {
-  for (const ReleaseProfile& r : kReleases)
-    if (r.library != Library::Unknown) f(r);
+  for (const MpiProfile& p : kProfiles)
+    for (const ReleaseProfile& r : kReleases)
+      if (p.library != Library::Unknown && r.library == p.library) f(r);
 }
 
 // What the release's profile answers to a situation (its ERROR_CLASS), or nullptr if unprobed.
@@ -58,7 +59,11 @@ void report_portability(Question q, FindingInput& in, const char* detail, const 
 
 // What a situation's answer means, after the call's name: "returns MPI_ERR_INTERN".
 void put_outcome(Appender& a, const char* call, const char* cls) {
-  if (!std::strcmp(cls, "abort")) {
+  if (!std::strcmp(cls, "unprobed")) {
+    a.put("what ");
+    a.put(call);
+    a.put(" does is not probed");
+  } else if (!std::strcmp(cls, "abort")) {
     a.put("the process aborts in ");
     a.put(call);
   } else if (!std::strcmp(cls, "MPI_SUCCESS")) {
@@ -98,7 +103,7 @@ void depended_on(Question q, FindingInput in, bool here, const char* if_yes, con
   report_portability(q, in, detail, here ? "yes" : "no", series, mask);
 }
 
-void depended_on_class(Question q, FindingInput in, const char* here, const char* call) {
+void depended_on_class(Question q, FindingInput in, const char* lead, const char* here, const char* call) {
   const char* situation = kPortability[static_cast<std::size_t>(q)].question;
   char series[128] = "";
   Appender s{series, sizeof series};
@@ -113,6 +118,7 @@ void depended_on_class(Question q, FindingInput in, const char* here, const char
   if (!mask) return;
   char detail[384];
   Appender a{detail, sizeof detail};
+  a.put(lead);
   put_here(a);
   a.put(" ");
   put_outcome(a, call, here);

@@ -33,9 +33,9 @@ enum class Question : unsigned char {
 // callback"). `in` is the finding at the program's site (rule, keyval, provenance: its rule and
 // detail are set here).
 void depended_on(Question q, FindingInput in, bool here, const char* if_yes, const char* if_no);
-// An error-class situation: `here` is the class the call returned in this run ("MPI_SUCCESS");
-// `call` the call whose result it is.
-void depended_on_class(Question q, FindingInput in, const char* here, const char* call);
+// An error-class situation: `here` is the class the call returns on this run's library
+// ("MPI_SUCCESS", "abort"), `call` the call whose result it is; `lead` opens the message.
+void depended_on_class(Question q, FindingInput in, const char* lead, const char* here, const char* call);
 
 // ATTRCHECK_PORTABLE_TO: "all", or release series ids separated by commas -> Runtime::portable_to.
 bool parse_portable_to(const char* text, std::uint32_t* series) noexcept;
