@@ -454,8 +454,10 @@ static void probe_delete_in_free(void) {
 }
 
 int main(int argc, char** argv) {
+  /* (Read before MPI_Init, which may rewrite the arguments: Open MPI 6.0 drops them.) */
+  const int abort_questions = argc > 1 && !strcmp(argv[1], "--abort-questions");
   MPI_Init(&argc, &argv);
-  if (argc > 1 && !strcmp(argv[1], "--abort-questions")) {
+  if (abort_questions) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     probe_delete_in_free();

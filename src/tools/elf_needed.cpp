@@ -79,4 +79,39 @@ std::vector<std::string> elf_needed(const std::string& path) noexcept {
   return needed;
 }
 
+std::vector<std::string> elf_defined_symbols(const std::string& path) noexcept {
+  std::vector<std::string> names;
+  try {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return names;
+    const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    Elf64_Ehdr eh;
+    if (!read_at(file, 0, &eh) || std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+        eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_shentsize != sizeof(Elf64_Shdr))
+      return names;
+    // The section headers: .dynsym (SHT_DYNSYM) and the string table it links to.
+    for (unsigned i = 0; i < eh.e_shnum; ++i) {
+      Elf64_Shdr sh, strings;
+      if (!read_at(file, eh.e_shoff + std::size_t{i} * sizeof(Elf64_Shdr), &sh)) return names;
+      if (sh.sh_type != SHT_DYNSYM || sh.sh_entsize != sizeof(Elf64_Sym)) continue;
+      if (sh.sh_link >= eh.e_shnum || !read_at(file, eh.e_shoff + std::size_t{sh.sh_link} * sizeof(Elf64_Shdr), &strings))
+        return names;
+      for (std::size_t at = sh.sh_offset; at + sizeof(Elf64_Sym) <= sh.sh_offset + sh.sh_size; at += sizeof(Elf64_Sym)) {
+        Elf64_Sym sym;
+        if (!read_at(file, at, &sym)) return names;
+        if (sym.st_shndx == SHN_UNDEF || sym.st_name >= strings.sh_size) continue;
+        const std::size_t from = strings.sh_offset + sym.st_name;
+        if (from >= file.size()) continue;
+        const std::size_t end = file.find('\0', from);
+        if (end == std::string::npos || end > strings.sh_offset + strings.sh_size) continue;
+        names.push_back(file.substr(from, end - from));
+      }
+      break;
+    }
+  } catch (...) {
+    names.clear();
+  }
+  return names;
+}
+
 }  // namespace attrcheck::tools

@@ -5,10 +5,13 @@
 
 #include "merge/suppress.hpp"  // data_dir
 #include "runtime/profile/mpi_profile_table.hpp"
+#include "tools/elf_needed.hpp"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -142,6 +145,23 @@ std::vector<std::string> default_launcher() {
   return {mpiexec, flag};
 }
 
+// The standard ABI libraries (libmpi_abi.so.1 of each library) the build recorded
+// (lib/attrcheck/mpi-build.json), real paths; none where there is no standard ABI.
+std::vector<std::string> recorded_abi_libraries() {
+  std::vector<std::string> out;
+  std::ifstream in(reports::data_dir() + "/mpi-build.json");
+  if (!in) return out;
+  const nlohmann::json b = nlohmann::json::parse(in, nullptr, false);
+  if (!b.is_object() || !b.contains("standard_abi_libraries") || !b["standard_abi_libraries"].is_array()) return out;
+  for (const auto& l : b["standard_abi_libraries"])
+    if (l.is_string()) {
+      char real[4096];
+      const std::string path = l.get<std::string>();
+      out.push_back(::realpath(path.c_str(), real) ? std::string(real) : path);
+    }
+  return out;
+}
+
 // The first dotted number of the version text ("Open MPI v5.0.7, ..." -> "5.0.7").
 std::string version_number(const std::string& text) {
   const std::size_t at = text.find_first_of("0123456789");
@@ -242,6 +262,18 @@ int probe_library(const std::vector<std::string>& launcher_args, const std::stri
   }
 
   const rt::MpiProfile* library = library_named_in(version_text);
+  // Asked of the library's standard ABI library (libmpi_abi_ID.so..., as the build recorded it), if
+  // it has one: whether it has the MPI-1 caching calls.
+  if (library)
+    for (const std::string& abi : recorded_abi_libraries()) {
+      if (abi.find(std::string("libmpi_abi_") + library->id) == std::string::npos) continue;
+      const std::vector<std::string> defined = elf_defined_symbols(abi);
+      if (defined.empty()) continue;
+      bool lacks = true;
+      for (const char* name : {"MPI_Keyval_create", "MPI_Keyval_free", "MPI_Attr_put", "MPI_Attr_get", "MPI_Attr_delete"})
+        lacks = lacks && std::find(defined.begin(), defined.end(), name) == defined.end();
+      answers["behaviour standard-abi-lacks-mpi1-calls"] = lacks ? "yes" : "no";
+    }
   const std::string version = version_number(version_text);
   const ReleaseProfile* release = nullptr;
   if (!against.empty()) {
