@@ -2,12 +2,15 @@
 // exception caught, a bad return code or flag reported, each finding naming the callback.
 #include "runtime/callbacks/run.hpp"
 
+#include <strings.h>
+
 #include <dlfcn.h>
 
 #include "runtime/process/call_counts.hpp"
 #include "runtime/callbacks/throw_site.hpp"
 #include "runtime/process/findings.hpp"
 #include "runtime/process/library.hpp"
+#include "runtime/process/portability.hpp"
 #include "runtime/process/provenance.hpp"
 #include "runtime/process/state.hpp"
 #include "runtime/python/python_frames.hpp"
@@ -155,6 +158,20 @@ void report_callback_value(Rule rule, const char* what, int key, const char* pre
   a.put(" during ");
   a.put(current_call_name());
   report_callback(rule, what, key, tail, fn, engine_key);
+  if (rule == Rule::CallbackError && !std::strcmp(what, "delete callback") && t_state.ctx.call &&
+      t_state.ctx.call->api && !strcasecmp(t_state.ctx.call->api->name, "MPI_Comm_free")) {
+    // What MPI_Comm_free does after a failed delete callback is the library's (MPICH goes on).
+    // Emulate mode stops, as the standard says.
+    FindingInput in = finding(Rule::Count, *t_state.ctx.call);
+    in.has_keyval = true;
+    in.keyval = key;
+    depended_on(Question::FailedDeleteInFree, in,
+                state().mode == Mode::Shadow && release_has(release(), "comm-free-drops-attributes-on-failed-delete"),
+                "MPI_Comm_free goes on after this failed delete callback: it runs the others and drops every "
+                "attribute, and fails only if the last callback it ran failed",
+                "MPI_Comm_free stops at this failed delete callback and fails: the communicator stays, with this "
+                "attribute and those not yet deleted");
+  }
 }
 
 void report_copy_result(int rc, int flag, int key, const void* fn, int engine_key) {
