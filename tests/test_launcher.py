@@ -59,6 +59,7 @@ class LauncherTest(unittest.TestCase):
                             (["--fail-on", "sometimes"], "--fail-on must be one of"),
                             (["--on-error=explode"], "--on-error must be one of"),
                             (["--frobnicate"], "unknown option '--frobnicate'"),
+                            (["--portable-to", "openmpi-5.0,mpich-9.9"], "--portable-to: 'mpich-9.9' is no release series"),
                             (["--mode"], "--mode needs a value"),
                             ([], "no command given")):
             p = run([LAUNCHER] + args + (["--", "true"] if args and args != ["--mode"] else []))
@@ -91,6 +92,34 @@ class LauncherTest(unittest.TestCase):
         clean = os.path.join(CASES, "case_hdf5_pattern")
         self.assertEqual(run([LAUNCHER, "--output", self.out, "--fail-on", "info", "--",
                               *mpirun(1, clean)]).returncode, 0)
+
+    def test_portable_to_makes_the_series_portability_findings_gate(self):
+        # A get on a communicator from MPI_Comm_create_group: its portability finding concerns the
+        # series that copy otherwise than this run (shadow mode on Open MPI 4.1 / 5.0 copies).
+        gate = os.path.join(CASES, "case_portability_gate")
+        copies_here = MPI.release in ("openmpi-4.1", "openmpi-5.0")
+        concerned, unconcerned = ("mpich-4.2", "openmpi-5.0") if copies_here else ("openmpi-4.1", "mpich-4.2")
+
+        def status(*portable):
+            return run([LAUNCHER, "--output", self.out, "--fail-on", "warning", *portable, "--",
+                        *mpirun(1, gate)]).returncode
+        self.assertEqual(status(), 0)  # info by default
+        self.assertEqual(status("--portable-to", unconcerned), 0)
+        self.assertEqual(status("--portable-to", concerned), 1)
+        finding = next(f for f in self.merged()["findings"] if f["rule"] == "portability.create-group-copies-attributes")
+        self.assertEqual(finding["severity"], "warning")
+        self.assertIn(concerned, finding["portability"]["differs_on"])
+        self.assertEqual(status("--portable-to", "all"), 1)
+        # The environment's ATTRCHECK_PORTABLE_TO, where the launcher is not used; a bad one is said.
+        env = dict(ENV, LD_PRELOAD=os.path.join(BUILD, "lib", "libattrcheck.so"), ATTRCHECK_OUTPUT=self.out,
+                   ATTRCHECK_PORTABLE_TO="all")
+        self.assertEqual(run(mpirun(1, gate), env=env).returncode, 0)
+        self.assertEqual({f["severity"] for f in self.merged()["findings"] if f["rule"].startswith("portability.")},
+                         {"warning"})
+        p = run(mpirun(1, gate), env=dict(env, ATTRCHECK_PORTABLE_TO="mpich-9.9"))
+        self.assertIn("ATTRCHECK_PORTABLE_TO='mpich-9.9' is not valid (expected all, or release series", p.stderr)
+        self.assertEqual({f["severity"] for f in self.merged()["findings"] if f["rule"].startswith("portability.")},
+                         {"info"})
 
     def test_the_commands_failure_is_its_exit_status(self):
         p = run([LAUNCHER, "--output", self.out, "--fail-on", "never", "--",
