@@ -188,16 +188,21 @@ class LauncherTest(unittest.TestCase):
                    "/usr/bin/python3", "-c", program]
         p = run([LAUNCHER] + command)
         self.assertEqual(p.returncode, 1, p.stderr)  # the program's own attribute
-        self.assertIn("2 suppressed (2 by default suppressions)", p.stderr)
+        # (the lock table's attr.world-at-finalize and its portability twin, on each rank)
+        self.assertIn("4 suppressed (4 by default suppressions)", p.stderr)
         merged = self.merged()
         world = [f for f in merged["findings"] if f["rule"] == "attr.world-at-finalize"]
         self.assertEqual([f["count"] for f in world], [2])
-        self.assertEqual([(s["rule"], s["count"], s.get("default")) for s in merged["suppressed"]],
-                         [("attr.world-at-finalize", 2, True)])
+        self.assertEqual(sorted((s["rule"], s["count"], s.get("default")) for s in merged["suppressed"]),
+                         [("attr.world-at-finalize", 2, True),
+                          ("portability.world-attributes-deleted-at-finalize", 2, True)])
         self.assertRegex(merged["suppressed"][0]["suppression"], r"/lib/attrcheck/default\.supp:\d+$")
-        self.assertEqual(merged["summary"]["suppressed"], 2)
+        self.assertEqual(merged["summary"]["suppressed"], 4)
+        # The program's own attribute's portability finding stays (info).
+        own = [f for f in merged["findings"] if f["rule"] == "portability.world-attributes-deleted-at-finalize"]
+        self.assertEqual([(f["count"], f["severity"]) for f in own], [(2, "info")])
         tool = os.path.join(BUILD, "bin", "attrcheck-report")
-        self.assertIn("2 suppressed", run([tool, "summary", self.out]).stdout)
+        self.assertIn("4 suppressed", run([tool, "summary", self.out]).stdout)
         self.assertNotIn("suppressed", run([tool, "--no-default-suppressions", "summary", self.out]).stdout)
         p = run([LAUNCHER, "--no-default-suppressions"] + command)
         self.assertEqual(p.returncode, 1, p.stderr)

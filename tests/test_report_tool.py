@@ -61,6 +61,20 @@ class ReportToolTest(unittest.TestCase):
         self.assertIn("main (demo.c:", line)       # symbolized to the source line
         self.assertIn("freed a second time", line)
 
+    def test_summary_says_on_which_series_the_run_would_differ(self):
+        # The demo's two MPI-1 calls: missing from Open MPI 6.0's standard ABI library.
+        p = tool("summary", self.run_dir)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("attrcheck: on openmpi-6.0 this run would differ: "
+                      "portability.standard-abi-lacks-mpi1-calls (2 sites)", p.stdout)
+        self.assertEqual(len([l for l in p.stdout.splitlines() if "this run would differ" in l]), 1)
+        with open(os.path.join(self.run_dir, "report.json")) as f:
+            found = [f for f in json.load(f)["findings"] if f["rule"] == "portability.standard-abi-lacks-mpi1-calls"]
+        self.assertEqual(sorted(f["call"] for f in found), ["MPI_Attr_put", "MPI_Keyval_create"])
+        for f in found:
+            self.assertEqual((f["severity"], f["portability"]), ("info", {"here": "no", "differs_on": ["openmpi-6.0"]}))
+            self.assertIn(f"{f['call']} is missing from the library's MPI standard ABI library", f["message"])
+
     def test_the_report_says_what_was_checked(self):
         ranks = []
         for name in ("rank-0.json", "rank-1.json"):
@@ -198,6 +212,11 @@ class ReportToolTest(unittest.TestCase):
         rules = [r["id"] for r in run["tool"]["driver"]["rules"]]
         self.assertIn("keyval.double-free", rules)
         self.assertNotIn("stable.id", rules)
+        # A portability finding is a result like any other, at its own severity (info: a note).
+        self.assertIn("portability.standard-abi-lacks-mpi1-calls", rules)
+        notes = [r for r in run["results"] if r["ruleId"] == "portability.standard-abi-lacks-mpi1-calls"]
+        self.assertEqual(len(notes), 2)
+        self.assertEqual({r["level"] for r in notes}, {"note"})
         result = next(r for r in run["results"] if r["ruleId"] == "keyval.double-free")
         self.assertEqual(result["level"], "error")
         self.assertEqual(rules[result["ruleIndex"]], "keyval.double-free")

@@ -35,8 +35,15 @@ const char* class_of(const ReleaseProfile& r, const char* situation) noexcept {
   return nullptr;
 }
 
-// "here" as the finding names it: the running series, or attrcheck's cache in emulate mode.
-void put_here(Appender& a) {
+// "here" as the finding names it: the running series, or attrcheck's cache in emulate mode. After
+// the keyval the finding is about, if any (part of its identity in a merged report, which tells
+// findings at one site apart by their messages).
+void put_here(Appender& a, const FindingInput& in) {
+  if (in.has_keyval) {
+    a.put("keyval ");
+    a.keyval(in.keyval);
+    a.put(": ");
+  }
   if (state().mode == Mode::Emulate) {
     a.put("here (attrcheck's cache, emulate mode, on ");
   } else {
@@ -93,7 +100,7 @@ void depended_on(Question q, FindingInput in, bool here, const char* if_yes, con
   if (!mask) return;  // every series does what this run did
   char detail[384];
   Appender a{detail, sizeof detail};
-  put_here(a);
+  put_here(a, in);
   a.put(" ");
   a.put(here ? if_yes : if_no);
   a.put("; on ");
@@ -119,7 +126,7 @@ void depended_on_class(Question q, FindingInput in, const char* lead, const char
   char detail[384];
   Appender a{detail, sizeof detail};
   a.put(lead);
-  put_here(a);
+  put_here(a, in);
   a.put(" ");
   put_outcome(a, call, here);
   // The other answers, each once, with the series that give it.
