@@ -76,9 +76,9 @@ int on_get_attr(const Call& call, Handle h, int key, void* value_out, int* flag,
     in.has_keyval = true;
     in.keyval = key;
     report(in);
-  } else if (constructed) {
-  } else if (QueryCache::Entry* q = remember_query(kind, as, h, key, engine_key, layout)) {
-    QueryCache::remember_answer(*q, version, model, model_flag);
+  } else if (!constructed) {
+    if (QueryCache::Entry* q = remember_query(kind, as, h, key, engine_key, layout))
+      QueryCache::remember_answer(*q, version, model, model_flag);
   }
   if (r.mode == Mode::Emulate) return answer(as, model_flag, model, value_out, flag);
   rc = forward();

@@ -23,6 +23,7 @@ struct Copied {
   Handle object;
   int engine_key;
   Question question;  // the constructor's divergence, as a portability question
+  const char* constructor;  // its name (the wrapper's, a literal)
   bool copied;        // the constructor copied it here (or ran its copy callback)
   bool dup_fn;        // its copy callback is the predefined dup: a copy is certain where it runs
   Origin constructed_at;
@@ -38,7 +39,7 @@ constexpr std::size_t kMaxCopied = 4096;  // bounded: the oldest are forgotten p
 // The portability question of the CopiesAttributes divergence seen at `call`, if it is one.
 bool question_of(const char* call, Question* q, const char** divergence) {
   for (const KnownDivergence& d : kDivergences) {
-    if (d.site != DivergenceSite::CopiesAttributes || std::strcmp(d.call, call)) continue;
+    if (d.site != DivergenceSite::CopiesAttributes || !call_listed(d.call, call)) continue;
     for (std::size_t i = 0; i < sizeof kPortability / sizeof kPortability[0]; ++i)
       if (!std::strcmp(kPortability[i].question, d.id)) {
         *q = static_cast<Question>(i);
@@ -64,7 +65,8 @@ void note_constructed(const Call& call, ObjectKind kind, Handle parent, Handle f
     if (a.predefined) continue;
     KeyvalInfo info;
     if (!r.engine->keyval_info(a.keyval, &info) || info.spec.copy.action == CopyAction::NullCopy) continue;
-    found.push_back({kind, fresh, a.keyval, q, copies, info.spec.copy.action == CopyAction::Dup, origin_site(call)});
+    found.push_back(
+        {kind, fresh, a.keyval, q, call.api->name, copies, info.spec.copy.action == CopyAction::Dup, origin_site(call)});
   }
   if (found.empty()) return;
   std::lock_guard<std::mutex> lock(r.freed_mu);
@@ -120,10 +122,7 @@ bool note_constructed_get(const Call& call, ObjectKind kind, Handle h, int engin
   in.object = h;
   ProvenanceStorage storage;
   add_provenance(in, storage, "object created", c.constructed_at);
-  const char* name = kDivergences[0].call;  // (overwritten below: the constructor's name)
-  for (const KnownDivergence& d : kDivergences)
-    if (d.site == DivergenceSite::CopiesAttributes && !std::strcmp(d.id, kPortability[static_cast<int>(c.question)].question))
-      name = d.call;
+  const char* const name = c.constructor;
   char yes[200], no[200];
   Appender y{yes, sizeof yes}, n{no, sizeof no};
   y.put(name);

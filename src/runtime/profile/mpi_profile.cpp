@@ -56,9 +56,6 @@ const ReleaseFacts& release_facts() noexcept {
   return table.facts[static_cast<std::size_t>(release().release)];
 }
 
-namespace {
-// Whether `call` is one of `listed`: "*" (any), or calls separated by '|' (case aside: Fortran's
-// MPI_COMM_FREE is MPI_Comm_free).
 bool call_listed(const char* listed, const char* call) noexcept {
   if (!std::strcmp(listed, "*")) return true;
   const std::size_t n = std::strlen(call);
@@ -70,7 +67,6 @@ bool call_listed(const char* listed, const char* call) noexcept {
     p = end + 1;
   }
 }
-}  // namespace
 
 const KnownDivergence* known_divergence(DivergenceSite site, const char* call) noexcept {
   for (const KnownDivergence& d : kDivergences)

@@ -80,6 +80,9 @@ bool release_probed() noexcept;
 // divergence whose call is "*" is seen during any call), or nullptr (then it is a divergence
 // nobody has recorded: reported all the same).
 const KnownDivergence* known_divergence(DivergenceSite site, const char* call) noexcept;
+// Whether `call` is one of a profile entry's calls `listed`: "*" (any), or calls separated by '|'
+// (case aside: Fortran's MPI_COMM_FREE is MPI_Comm_free).
+bool call_listed(const char* listed, const char* call) noexcept;
 
 // The error class the running release returns itself in `situation` (its ERROR_CLASS entry:
 // "MPI_ERR_OTHER", "abort" ...), or nullptr if its probe did not ask.
