@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "runtime/process/portability.hpp"
 #include "runtime/process/provenance.hpp"
 #include "runtime/process/rank_report.hpp"
 #include "runtime/process/state.hpp"
@@ -87,7 +88,10 @@ void library_note(const KnownDivergence& known) {
 
 void divergence(const Call& call, const char* detail, bool has_keyval, int keyval, DivergenceSite site) {
   FindingInput in = finding(Rule::ImplDivergence, call);
-  if (const KnownDivergence* known = known_divergence(site, in.call)) return library_note(*known);
+  if (const KnownDivergence* known = known_divergence(site, in.call)) {
+    depended_on_divergence(call, *known, has_keyval, keyval);  // what the program ran into here
+    return library_note(*known);
+  }
   in.detail = detail;
   in.has_keyval = has_keyval;
   in.keyval = keyval;

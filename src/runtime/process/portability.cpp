@@ -153,6 +153,22 @@ void depended_on_class(Question q, FindingInput in, const char* lead, const char
   report_portability(q, in, detail, here, series, mask);
 }
 
+void depended_on_divergence(const Call& call, const KnownDivergence& known, bool has_keyval, int keyval) {
+  for (std::size_t i = 0; i < kQuestions; ++i) {
+    if (!kPortability[i].at_divergence || std::strcmp(kPortability[i].question, known.id)) continue;
+    FindingInput in = finding(Rule::Count, call);
+    in.has_keyval = has_keyval;
+    in.keyval = keyval;
+    char yes[160];
+    Appender y{yes, sizeof yes};
+    y.put("the library departed from the standard in this call (");
+    y.put(known.id);
+    y.put(": its library.divergence note says how)");
+    depended_on(static_cast<Question>(i), in, true, yes, "the library does as the standard says here");
+    return;
+  }
+}
+
 bool parse_portable_to(const char* text, std::uint32_t* out) noexcept {
   std::uint32_t mask = 0;
   if (!std::strcmp(text, "all")) {

@@ -16,7 +16,7 @@ namespace attrcheck::rt {
 #define BEHAVIOUR(...)
 #define SEEN(...)
 #define ERROR_CLASS(...)
-#define PORTABILITY(Enum, question, hint) Enum,
+#define PORTABILITY(Enum, question, seen, hint) Enum,
 enum class Question : unsigned char {
 #include "runtime/profile/mpi_profile.def"
 };
@@ -36,6 +36,11 @@ void depended_on(Question q, FindingInput in, bool here, const char* if_yes, con
 // An error-class situation: `here` is the class the call returns on this run's library
 // ("MPI_SUCCESS", "abort"), `call` the call whose result it is; `lead` opens the message.
 void depended_on_class(Question q, FindingInput in, const char* lead, const char* here, const char* call);
+
+// The shadow cross-check saw the library depart from the standard as `known` says, at `call`
+// (for `keyval` if has_keyval): the portability finding of its question, if it is one seen so
+// (PORTABILITY ... "divergence").
+void depended_on_divergence(const Call& call, const KnownDivergence& known, bool has_keyval, int keyval);
 
 // ATTRCHECK_PORTABLE_TO: "all", or release series ids separated by commas -> Runtime::portable_to.
 bool parse_portable_to(const char* text, std::uint32_t* series) noexcept;

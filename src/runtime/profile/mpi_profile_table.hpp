@@ -170,6 +170,7 @@ inline constexpr LibraryErrorClass kErrorClasses[] = {
 // (checks/rules.def expands the same statements), in the same order.
 struct PortabilityQuestion {
   const char* question;  // a divergence or behaviour id, or an error-class situation
+  bool at_divergence;    // seen wherever the shadow cross-check sees the divergence (else by a hook)
   const char* hint;
 };
 #define LIBRARY(...)
@@ -178,7 +179,7 @@ struct PortabilityQuestion {
 #define BEHAVIOUR(...)
 #define SEEN(...)
 #define ERROR_CLASS(...)
-#define PORTABILITY(Enum, question, hint) {question, hint},
+#define PORTABILITY(Enum, question, seen, hint) {question, seen[0] == 'd', hint},
 inline constexpr PortabilityQuestion kPortability[] = {
 #include "runtime/profile/mpi_profile.def"
 };

@@ -1,5 +1,6 @@
 // attrcheck-test: np=2 modes=shadow
 // divergence: intercomm-create-runs-copy-callbacks
+// expect-portable-on openmpi/shadow: portability.intercomm-create-runs-copy-callbacks mpich-4.0 mpich-4.2 mpich-5.0
 // clean
 // exit: 0
 /* A correct program that Open MPI 4.1 runs differently from the standard: MPI_Intercomm_create

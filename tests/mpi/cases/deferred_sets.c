@@ -1,6 +1,7 @@
 // attrcheck-test: np=2 modes=shadow,emulate
 // clean
 // divergence: self-delete-order-ignores-reset
+// expect-portable-on mpich/shadow: portability.self-delete-order-ignores-reset openmpi-4.1 openmpi-5.0 openmpi-6.0
 // exit: 0
 // native: same-stdout
 /* Sets made in a row, as a library caching state on a communicator makes them: in shadow mode

@@ -1,5 +1,6 @@
 // attrcheck-test: np=1 modes=shadow,emulate
 // divergence: replacing-set-attr-keeps-old-value
+// expect-portable-on mpich/shadow: portability.replacing-set-attr-keeps-old-value openmpi-4.1 openmpi-5.0 openmpi-6.0
 // clean
 // exit: 0
 /* A correct program that MPICH (4.0.2, 4.2.1) runs differently from the standard: setting a

@@ -1,5 +1,6 @@
 // attrcheck-test: np=2 modes=shadow,emulate
 // divergence: win-allocate-base-attribute-differs
+// expect-portable-on mpich-4.0/shadow: portability.win-allocate-base-attribute-differs openmpi-4.1 openmpi-5.0 openmpi-6.0 mpich-4.2 mpich-5.0
 // clean
 // exit: 0
 /* MPI_WIN_BASE is the window's base address (MPI-4.0 12.2.6), for MPI_Win_allocate the baseptr
