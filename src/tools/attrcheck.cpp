@@ -202,20 +202,13 @@ std::vector<std::string> parse(int argc, char** argv, Options& o) {
   if (o.stack_depth.empty() || o.stack_depth.size() > 4 ||
       o.stack_depth.find_first_not_of("0123456789") != std::string::npos || std::stoi(o.stack_depth) > 16)
     die("--stack-depth must be a number of frames from 0 to 16 (got '" + o.stack_depth + "')");
-  if (!o.portable_to.empty() && o.portable_to != "all") {
-    for (std::size_t at = 0; at <= o.portable_to.size();) {
-      const std::size_t j = std::min(o.portable_to.find(',', at), o.portable_to.size());
-      const std::string id = o.portable_to.substr(at, j - at);
-      bool known = false;
-      std::string list;
-      for (const attrcheck::rt::ReleaseProfile& r : attrcheck::rt::kReleases) {
-        if (r.library == attrcheck::rt::Library::Unknown) continue;
-        known = known || id == r.id;
-        list += std::string(list.empty() ? "" : ", ") + r.id;
-      }
-      if (!known) die("--portable-to: '" + id + "' is no release series (all, or any of " + list + ")");
-      at = j + 1;
-    }
+  unsigned portable = 0;
+  if (const char* bad = o.portable_to.empty() ? nullptr : attrcheck::rt::parse_release_list(o.portable_to.c_str(), &portable)) {
+    std::string list;
+    for (const attrcheck::rt::ReleaseProfile& r : attrcheck::rt::kReleases)
+      if (r.library != attrcheck::rt::Library::Unknown) list += std::string(list.empty() ? "" : ", ") + r.id;
+    die("--portable-to: '" + std::string(bad, std::strcspn(bad, ",")) + "' is no release series (all, or any of " +
+        list + ")");
   }
   if (!o.profile.empty() && !o.probe_library) die("--profile goes with --probe-library");
   if (command.empty() && !o.probe_library) die("no command given (usage: attrcheck [options] -- COMMAND...)");

@@ -76,28 +76,27 @@ void note_constructed(const Call& call, ObjectKind kind, Handle parent, Handle f
   g_constructed_copies.store(true, std::memory_order_release);
 }
 
-void forget_constructed(ObjectKind kind, Handle h) {
-  if (!g_constructed_copies.load(std::memory_order_acquire)) return;
-  auto& t = table();  // (the caller holds freed_mu)
+namespace {
+// Drops the records of `h` (of its `engine_key` only, if `one_key`). The caller holds freed_mu.
+void forget(ObjectKind kind, Handle h, bool one_key, int engine_key) {
+  auto& t = table();
   for (std::size_t i = 0; i < t.size();)
-    if (t[i].kind == kind && t[i].object == h) {
+    if (t[i].kind == kind && t[i].object == h && (!one_key || t[i].engine_key == engine_key)) {
       t[i] = t.back();
       t.pop_back();
     } else {
       ++i;
     }
 }
+}  // namespace
+
+void forget_constructed(ObjectKind kind, Handle h) {
+  if (g_constructed_copies.load(std::memory_order_acquire)) forget(kind, h, false, 0);  // (under freed_mu)
+}
 
 void forget_constructed_key(ObjectKind kind, Handle h, int engine_key) {
   std::lock_guard<std::mutex> lock(state().freed_mu);
-  auto& t = table();
-  for (std::size_t i = 0; i < t.size();)
-    if (t[i].kind == kind && t[i].object == h && t[i].engine_key == engine_key) {
-      t[i] = t.back();
-      t.pop_back();
-    } else {
-      ++i;
-    }
+  forget(kind, h, true, engine_key);
 }
 
 bool note_constructed_get(const Call& call, ObjectKind kind, Handle h, int engine_key, int user_key, bool found) {

@@ -28,13 +28,6 @@ void for_each_series(F&& f) {
       if (p.library != Library::Unknown && r.library == p.library) f(r);
 }
 
-// What the release's profile answers to a situation (its ERROR_CLASS), or nullptr if unprobed.
-const char* class_of(const ReleaseProfile& r, const char* situation) noexcept {
-  for (const LibraryErrorClass& e : kErrorClasses)
-    if (e.release == r.release && !std::strcmp(e.situation, situation)) return e.error_class;
-  return nullptr;
-}
-
 // "here" as the finding names it: the running series, or attrcheck's cache in emulate mode. After
 // the keyval the finding is about, if any (part of its identity in a merged report, which tells
 // findings at one site apart by their messages).
@@ -116,7 +109,7 @@ void depended_on_class(Question q, FindingInput in, const char* lead, const char
   Appender s{series, sizeof series};
   std::uint32_t mask = 0;
   for_each_series([&](const ReleaseProfile& r) {
-    const char* cls = class_of(r, situation);
+    const char* cls = error_class_of(r, situation);
     if (!cls || !std::strcmp(cls, here)) return;
     if (mask) s.put(" ");
     s.put(r.id);
@@ -133,7 +126,7 @@ void depended_on_class(Question q, FindingInput in, const char* lead, const char
   const char* done[kReleaseCount] = {};
   std::size_t n_done = 0;
   for_each_series([&](const ReleaseProfile& r) {
-    const char* cls = class_of(r, situation);
+    const char* cls = error_class_of(r, situation);
     if (!cls || !std::strcmp(cls, here)) return;
     for (std::size_t i = 0; i < n_done; ++i)
       if (!std::strcmp(done[i], cls)) return;
@@ -141,7 +134,7 @@ void depended_on_class(Question q, FindingInput in, const char* lead, const char
     a.put("; on ");
     bool first = true;
     for_each_series([&](const ReleaseProfile& o) {
-      const char* c = class_of(o, situation);
+      const char* c = error_class_of(o, situation);
       if (!c || std::strcmp(c, cls)) return;
       if (!first) a.put(", ");
       first = false;
@@ -170,26 +163,8 @@ void depended_on_divergence(const Call& call, const KnownDivergence& known, bool
 }
 
 bool parse_portable_to(const char* text, std::uint32_t* out) noexcept {
-  std::uint32_t mask = 0;
-  if (!std::strcmp(text, "all")) {
-    for_each_series([&](const ReleaseProfile& r) { mask |= 1u << static_cast<unsigned>(r.release); });
-    *out = mask;
-    return true;
-  }
-  for (const char* p = text;;) {
-    const char* end = std::strchr(p, ',');
-    const std::size_t n = end ? static_cast<std::size_t>(end - p) : std::strlen(p);
-    bool known = false;
-    for_each_series([&](const ReleaseProfile& r) {
-      if (std::strlen(r.id) == n && !std::strncmp(r.id, p, n)) {
-        mask |= 1u << static_cast<unsigned>(r.release);
-        known = true;
-      }
-    });
-    if (!known) return false;
-    if (!end) break;
-    p = end + 1;
-  }
+  unsigned mask = 0;
+  if (parse_release_list(text, &mask)) return false;
   *out = mask;
   return true;
 }

@@ -75,11 +75,7 @@ const KnownDivergence* known_divergence(DivergenceSite site, const char* call) n
   return nullptr;
 }
 
-const char* library_error_class(const char* situation) noexcept {
-  for (const LibraryErrorClass& e : kErrorClasses)
-    if (e.release == release().release && !std::strcmp(e.situation, situation)) return e.error_class;
-  return nullptr;
-}
+const char* library_error_class(const char* situation) noexcept { return error_class_of(release(), situation); }
 
 const char* library_version() noexcept { return g_library_version; }
 

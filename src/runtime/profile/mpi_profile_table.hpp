@@ -218,6 +218,33 @@ inline const ReleaseProfile& release_for(Library library, const char* version) n
   return best ? *best : kReleases[sizeof kReleases / sizeof kReleases[0] - 1];
 }
 
+// The error class the release's probe answered for `situation` (ERROR_CLASS), or nullptr.
+inline const char* error_class_of(const ReleaseProfile& release, const char* situation) noexcept {
+  for (const LibraryErrorClass& e : kErrorClasses)
+    if (e.release == release.release && !std::strcmp(e.situation, situation)) return e.error_class;
+  return nullptr;
+}
+
+// A list of release series ids separated by commas, or "all" (--portable-to) -> a bit per Release.
+// Returns nullptr, or where the first id that names no series begins (its length: up to a comma).
+inline const char* parse_release_list(const char* text, unsigned* mask) noexcept {
+  *mask = 0;
+  const bool all = !std::strcmp(text, "all");
+  for (const char* p = text;;) {
+    const char* end = std::strchr(p, ',');
+    const std::size_t n = end ? static_cast<std::size_t>(end - p) : std::strlen(p);
+    bool known = false;
+    for (const ReleaseProfile& r : kReleases)
+      if (r.library != Library::Unknown && (all || (std::strlen(r.id) == n && !std::strncmp(r.id, p, n)))) {
+        *mask |= 1u << static_cast<unsigned>(r.release);
+        known = true;
+      }
+    if (!known) return p;
+    if (all || !end) return nullptr;
+    p = end + 1;
+  }
+}
+
 // Whether the release's probe answered yes to the divergence or behaviour `id` (SEEN).
 inline bool release_has(const ReleaseProfile& release, const char* id) noexcept {
   for (const Seen& s : kSeen)
